@@ -1,0 +1,45 @@
+# lockhub: `make run` starts the hub with an embedded Redis; `make test` runs every test.
+GO ?= go
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+PKGS := ./...
+
+.PHONY: run test deps lint fmt bench fuzz
+
+run:
+	$(GO) run ./cmd/lockhub
+
+# Every test, with the race detector, against real redis-server and Chromium processes
+# the tests start themselves on free ports.
+test: deps
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+# deps installs what the tests need on a fresh Debian machine, or says how.
+deps:
+	@missing=""; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing:$$missing"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+		else \
+			echo "missing:$$missing. Install with: sudo apt-get install -y$$missing"; exit 1; \
+		fi; \
+	fi; \
+	v=$$(redis-server --version | sed -n 's/.*v=\([0-9]*\)\..*/\1/p'); \
+	if [ "$${v:-0}" -lt 7 ]; then echo "redis-server 7 or newer is needed (sharded pub/sub); found $$(redis-server --version)"; exit 1; fi
+
+fmt:
+	gofmt -w .
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+# Benchmarks; each reports its figures against a baseline measured in the same run.
+bench: deps
+	$(GO) test -run='^$$' -bench=. -benchtime=2s -count=1 ./locks/
+
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzValidate -fuzztime=30s ./locks/

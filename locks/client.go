@@ -1,0 +1,39 @@
+package locks
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ClientTimeout is the dial, read and write timeout of clients made by NewClient:
+// well under a second, so that a dead Redis fails a call fast and the store fails open.
+const ClientTimeout = 400 * time.Millisecond
+
+// clusterReload is how often a ClusterClient made by NewClient reloads its slot map
+// (go-redis's default is 60 s). With the store's reloads on errors this keeps claims
+// working within seconds of a failover (PROTOCOL.md §2 asks for 15 s).
+const clusterReload = 5 * time.Second
+
+// NewClient makes a Redis client from a redis:// or rediss:// URL (credentials in the
+// URL). With cluster, the URL is a cluster seed, more seeds as ?addr=host:port.
+func NewClient(url string, cluster bool) (redis.UniversalClient, error) {
+	if cluster {
+		o, err := redis.ParseClusterURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("locks: cluster URL: %w", err)
+		}
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = ClientTimeout, ClientTimeout, ClientTimeout
+		o.ClusterStateReloadInterval = clusterReload
+		o.MaxRetries = 1
+		return redis.NewClusterClient(o), nil
+	}
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("locks: Redis URL: %w", err)
+	}
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = ClientTimeout, ClientTimeout, ClientTimeout
+	o.MaxRetries = 1
+	return redis.NewClient(o), nil
+}

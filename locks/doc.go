@@ -1,0 +1,27 @@
+// Package locks is lockhub's lock store: edit locks on any entity type, kept in Redis
+// as PROTOCOL.md §1–§3 describe, without touching the entity's own tables.
+//
+// Start with NewStore and its methods Claim, Renew, Release, Takeover, Get, List and
+// Mine. A lock is one JSON value under lock:{<tenant>}:<type>:<uid> whose TTL is the
+// lease; lockidx:{<tenant>}:<type> indexes a tenant's locks of one type by expiry, so
+// listing by type is a prune, a range and one MGET however many rows a grid shows. The
+// tenant is a Redis Cluster hash tag in every key: all of a tenant's keys share one
+// slot, so a script may touch a lock and its index, and one MGET may read many locks.
+// Every write is a Lua script (scripts/*.lua); Go builds every value, Lua only reads
+// holderOid.
+//
+// Only registered types may be locked (Registry); anything else is refused with a
+// *NotLockableError naming the registered types. Names that fail §1's rules are refused
+// with an *InvalidEntityError before any key is built.
+//
+// Fail open: a Redis failure of any kind never reaches the caller as an error. Writes
+// answer protocol.OutcomeUnknown, reads answer no locks, and each failure is logged at
+// WARN and counted by Reason. Each operation is bounded by Config.Timeout.
+//
+// Every successful write publishes its change on Redis pub/sub (sharded on a cluster);
+// RunFeed receives the changes of every instance, in order per entity. A Sweeper finds
+// leases that ran out and has each announced as Expired exactly once across instances.
+//
+// Concurrency: a Store is safe for concurrent use. RunFeed and Sweeper.Run block until
+// their ctx is done and join every goroutine they start.
+package locks

@@ -1,0 +1,109 @@
+package locks
+
+import "fmt"
+
+// Ref names one lockable entity of one tenant. Build keys from a Ref only after
+// Validate has accepted it.
+type Ref struct {
+	Tenant string
+	Type   string
+	UID    string
+}
+
+// String returns "tenant/Type/uid", for logs.
+func (r Ref) String() string { return r.Tenant + "/" + r.Type + "/" + r.UID }
+
+// Validate checks r against PROTOCOL.md §1: tenant and type [A-Za-z0-9_.-]{1,64},
+// uid [A-Za-z0-9_.:-]{1,128}. No accepted part can hold a brace, so the tenant is
+// always the whole hash tag of every key built from it.
+func (r Ref) Validate() error {
+	if !validName(r.Tenant, 64, false) {
+		return &InvalidEntityError{Field: "tenant", Value: r.Tenant}
+	}
+	if !validName(r.Type, 64, false) {
+		return &InvalidEntityError{Field: "entityType", Value: r.Type}
+	}
+	if !validName(r.UID, 128, true) {
+		return &InvalidEntityError{Field: "entityUid", Value: r.UID}
+	}
+	return nil
+}
+
+// ValidTenant reports whether s may be a tenant (PROTOCOL.md §1).
+func ValidTenant(s string) bool { return validName(s, 64, false) }
+
+// ValidOID reports whether s may be a holder's oid: it follows the uid rule.
+func ValidOID(s string) bool { return validName(s, 128, true) }
+
+// ValidType reports whether s may be an entity type name.
+func ValidType(s string) bool { return validName(s, 64, false) }
+
+// validName is a hand-written [A-Za-z0-9_.-] (plus ':' when colon) check: it runs on
+// every request, and a loop over bytes is several times faster than a regexp.
+func validName(s string, max int, colon bool) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '_', c == '.', c == '-':
+		case c == ':' && colon:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// LockKey returns the key of r's lock: lock:{<tenant>}:<entityType>:<entityUid>.
+// The braces are a Redis Cluster hash tag, so every key of a tenant lives in one slot
+// (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags).
+func LockKey(r Ref) string { return "lock:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
+
+// IndexKey returns the key of the index of a tenant's locks of one type:
+// lockidx:{<tenant>}:<entityType>, a sorted set of lock keys scored by expiry (Unix ms).
+func IndexKey(tenant, entityType string) string { return "lockidx:{" + tenant + "}:" + entityType }
+
+// ValuesKey returns the key of the hash that keeps, per lock key, the value last stored
+// there: lockval:{<tenant>}:<entityType>. It is ours, not the contract's: when a lease
+// runs out Redis drops the value with the key, and the Expired event still has to say
+// whose lock ran out. It lives and dies with the index.
+func ValuesKey(tenant, entityType string) string { return "lockval:{" + tenant + "}:" + entityType }
+
+// ConnsKey returns the key of the set of connection ids of the sockets that claimed
+// r's lock: lockconn:{<tenant>}:<entityType>:<entityUid>. Ours, not the contract's;
+// it lives as long as the lease (see Store.Detach).
+func ConnsKey(r Ref) string { return "lockconn:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
+
+// refFromLockKey parses a lock key back into its Ref, for locks read from an index.
+func refFromLockKey(key string) (Ref, error) {
+	// lock:{tenant}:type:uid; the uid may itself contain ':'.
+	const prefix = "lock:{"
+	if len(key) < len(prefix) || key[:len(prefix)] != prefix {
+		return Ref{}, fmt.Errorf("locks: %q is not a lock key", key)
+	}
+	rest := key[len(prefix):]
+	var r Ref
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '}' {
+			r.Tenant, rest = rest[:i], rest[i+1:]
+			break
+		}
+	}
+	if len(rest) == 0 || rest[0] != ':' {
+		return Ref{}, fmt.Errorf("locks: %q is not a lock key", key)
+	}
+	rest = rest[1:]
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == ':' {
+			r.Type, r.UID = rest[:i], rest[i+1:]
+			break
+		}
+	}
+	if err := r.Validate(); err != nil {
+		return Ref{}, fmt.Errorf("locks: %q is not a lock key: %w", key, err)
+	}
+	return r, nil
+}

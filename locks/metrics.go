@@ -1,0 +1,43 @@
+package locks
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the store's Prometheus collectors. They are registered on the
+// Registerer of Config, if any; with none they count into the void.
+type metrics struct {
+	ops       *prometheus.CounterVec   // op, outcome
+	failOpen  *prometheus.CounterVec   // op, reason
+	duration  *prometheus.HistogramVec // op
+	published *prometheus.CounterVec   // op (event op)
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_store_operations_total",
+			Help: "Lock store operations by operation and outcome.",
+		}, []string{"op", "outcome"}),
+		failOpen: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_store_fail_open_total",
+			Help: "Redis failures the store answered by failing open, by operation and reason.",
+		}, []string{"op", "reason"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "lockhub_store_operation_seconds",
+			Help:    "Duration of lock store operations, Redis round trips included.",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
+		}, []string{"op"}),
+		published: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_events_published_total",
+			Help: "Lock change events published to Redis pub/sub, by event op.",
+		}, []string{"op"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.ops, m.failOpen, m.duration, m.published} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}

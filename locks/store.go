@@ -1,0 +1,673 @@
+package locks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// Config configures a Store. Only Client is required; every other zero value works.
+type Config struct {
+	// Client reaches Redis: a *redis.Client (standalone, miniredis), a failover client
+	// (Sentinel) or a *redis.ClusterClient. On a cluster the change feed uses sharded
+	// pub/sub. Required.
+	Client redis.UniversalClient
+	// Registry is the set of lockable types. Nil means ApprovalRequest only.
+	Registry *Registry
+	// Lease is how long a claim or renewal holds a lock. Zero means 5 minutes.
+	Lease time.Duration
+	// Timeout bounds each operation, all its Redis round trips together, so a dead Redis
+	// never hangs a user. Zero means 500ms.
+	Timeout time.Duration
+	// Channels is how many pub/sub channels carry the change feed; tenants are spread
+	// over them by hash. Every instance on one Redis must use the same number.
+	// Zero means 16.
+	Channels int
+	// Logger receives a warning for every fail-open. Nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the store's metrics. Nil means none are registered.
+	Registerer prometheus.Registerer
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+}
+
+const (
+	defaultLease    = 5 * time.Minute
+	defaultTimeout  = 500 * time.Millisecond
+	defaultChannels = 16
+	// indexMargin keeps an index (and its values hash) alive a little past its
+	// latest lease, so a sweeper can still announce the last expiry. The contract
+	// caps it at a minute.
+	indexMargin = 30 * time.Second
+	// sweepBatch caps the expired members one sweep prunes, to keep scripts short.
+	sweepBatch = 500
+	// casAttempts bounds the compare-and-set retries of a renewal racing another tab.
+	casAttempts = 3
+)
+
+// Store is the lock store of PROTOCOL.md §1–§3 on Redis. All methods may be called
+// concurrently.
+//
+// Every write is one Lua script touching the lock key, its type's index and the values
+// hash, all in the tenant's slot. Every Redis failure fails open: writes answer
+// OutcomeUnknown, reads answer no locks, and a warning is logged and counted. The only
+// errors returned are for requests that could never succeed: *InvalidEntityError and
+// *NotLockableError.
+type Store struct {
+	rdb      redis.UniversalClient
+	cluster  *redis.ClusterClient // non-nil on a cluster: sharded pub/sub, slot map reloads
+	reg      *Registry
+	lease    time.Duration
+	timeout  time.Duration
+	channels int
+	log      *slog.Logger
+	met      *metrics
+	now      func() time.Time
+	sc       scripts
+}
+
+// NewStore returns a Store, or an error when cfg is invalid.
+func NewStore(cfg Config) (*Store, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("locks: Config.Client is required")
+	}
+	if cfg.Lease < 0 || cfg.Timeout < 0 || cfg.Channels < 0 {
+		return nil, errors.New("locks: Config.Lease, Timeout and Channels must not be negative")
+	}
+	s := &Store{
+		rdb:      cfg.Client,
+		reg:      cfg.Registry,
+		lease:    cmp(cfg.Lease, defaultLease),
+		timeout:  cmp(cfg.Timeout, defaultTimeout),
+		channels: cmp(cfg.Channels, defaultChannels),
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		sc:       newScripts(),
+	}
+	if s.lease < time.Millisecond {
+		return nil, fmt.Errorf("locks: lease %s is shorter than a millisecond", s.lease)
+	}
+	s.cluster, _ = cfg.Client.(*redis.ClusterClient)
+	if s.reg == nil {
+		s.reg, _ = NewRegistry() // the default list is valid
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	var err error
+	if s.met, err = newMetrics(cfg.Registerer); err != nil {
+		return nil, fmt.Errorf("locks: metrics: %w", err)
+	}
+	return s, nil
+}
+
+func cmp[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Lease returns the lease a claim or renewal grants.
+func (s *Store) Lease() time.Duration { return s.lease }
+
+// Registry returns the lockable types.
+func (s *Store) Registry() *Registry { return s.reg }
+
+// Result is the answer of a lock operation.
+type Result struct {
+	Outcome protocol.Outcome
+	// Lock is the lock after the operation (acquired, renewed, takenOver), the lock
+	// that stands in the way (locked, forbidden, lost), or the lock that was released.
+	// Nil where there is none, and on OutcomeUnknown.
+	Lock *protocol.Lock
+	// PreviousHolder is set on OutcomeTakenOver.
+	PreviousHolder *protocol.Holder
+}
+
+func (s *Store) check(ref Ref, h *protocol.Holder) error {
+	if err := ref.Validate(); err != nil {
+		return err
+	}
+	if h != nil && !ValidOID(h.OID) {
+		return &InvalidEntityError{Field: "holderOid", Value: h.OID}
+	}
+	return s.reg.Check(ref.Type)
+}
+
+// op runs one store operation under the store's timeout, timing and counting it.
+func (s *Store) op(ctx context.Context, name string, f func(ctx context.Context) (protocol.Outcome, error)) protocol.Outcome {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	start := time.Now()
+	out, err := f(ctx)
+	s.met.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	if err != nil {
+		s.failOpen(ctx, name, err)
+		out = protocol.OutcomeUnknown
+	}
+	s.met.ops.WithLabelValues(name, string(out)).Inc()
+	return out
+}
+
+// failOpen is the one place a Redis failure turns into "go on without locks".
+func (s *Store) failOpen(ctx context.Context, op string, err error) {
+	reason := classify(err)
+	var ce *corruptError
+	if errors.As(err, &ce) {
+		reason = ReasonCorrupt
+	}
+	s.met.failOpen.WithLabelValues(op, string(reason)).Inc()
+	s.log.LogAttrs(ctx, slog.LevelWarn, "lock store unavailable; failing open",
+		slog.String("op", op), slog.String("reason", string(reason)), slog.String("error", err.Error()))
+	if s.cluster != nil && staleTopology(reason) {
+		// Reload the slot map now instead of at the next periodic reload, so claims
+		// succeed again soon after a failover. ReloadState only marks it stale.
+		s.cluster.ReloadState(ctx)
+	}
+}
+
+// corruptError is a reply the store cannot read: a script answering in an unexpected
+// shape, or a stored value that is not a lock.
+type corruptError struct{ msg string }
+
+func (e *corruptError) Error() string { return "locks: " + e.msg }
+
+// Claim takes the lock on ref for h. It answers acquired, renewed (h already held it:
+// the lease is extended, acquiredAtUtc kept), locked (someone else holds it; Lock says
+// who) or unknown (fail open).
+//
+// conn names the socket that claims, or is "" (HTTP): see Detach.
+func (s *Store) Claim(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
+	if err := s.check(ref, &h); err != nil {
+		return Result{}, err
+	}
+	var res Result
+	res.Outcome = s.op(ctx, "claim", func(ctx context.Context) (protocol.Outcome, error) {
+		k := s.keys(ref)
+		for range casAttempts {
+			now := s.now()
+			l := s.newLock(ref, h, now, now)
+			val := encodeLock(l)
+			st, stored, rev, err := s.run(ctx, s.sc.claim, k, h.OID, val, s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
+			if err != nil {
+				return "", err
+			}
+			switch st {
+			case 1:
+				res.Lock = &l
+				s.publish(ctx, ref.Tenant, rev, protocol.OpAcquired, l, nil, now)
+				return protocol.OutcomeAcquired, nil
+			case 0:
+				cur, err := decodeLock(stored)
+				if err != nil {
+					return "", err
+				}
+				res.Lock = &cur
+				return protocol.OutcomeLocked, nil
+			case 2:
+				cur, err := decodeLock(stored)
+				if err != nil {
+					return "", err
+				}
+				out, lock, err := s.extend(ctx, ref, k, h, conn, stored, cur)
+				if err != nil {
+					return "", err
+				}
+				if out == protocol.OutcomeRenewed {
+					res.Lock = lock
+					return out, nil
+				}
+				// Lost between the two scripts (it ran out or was taken over): claim afresh.
+			default:
+				return "", &corruptError{fmt.Sprintf("claim script answered status %d", st)}
+			}
+		}
+		return "", &corruptError{"claim did not settle after retries"}
+	})
+	return res, nil
+}
+
+// Renew extends h's lease on ref. It answers renewed, lost (the lock is gone, Lock nil,
+// or someone else's, Lock says whose) or unknown.
+func (s *Store) Renew(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
+	if err := s.check(ref, &h); err != nil {
+		return Result{}, err
+	}
+	var res Result
+	res.Outcome = s.op(ctx, "renew", func(ctx context.Context) (protocol.Outcome, error) {
+		k := s.keys(ref)
+		stored, err := s.rdb.Get(ctx, k.lock).Result()
+		if errors.Is(err, redis.Nil) {
+			return protocol.OutcomeLost, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		cur, err := decodeLock(stored)
+		if err != nil {
+			return "", err
+		}
+		if cur.HolderOID != h.OID {
+			res.Lock = &cur
+			return protocol.OutcomeLost, nil
+		}
+		out, lock, err := s.extend(ctx, ref, k, h, conn, stored, cur)
+		res.Lock = lock
+		return out, err
+	})
+	return res, nil
+}
+
+// extend renews h's lock by compare-and-set on the stored bytes, keeping acquiredAtUtc,
+// and publishes Renewed. It answers renewed or lost.
+func (s *Store) extend(ctx context.Context, ref Ref, k keys, h protocol.Holder, conn, stored string, cur protocol.Lock) (protocol.Outcome, *protocol.Lock, error) {
+	for range casAttempts {
+		now := s.now()
+		l := s.newLock(ref, h, cur.AcquiredAt.Time, now)
+		st, got, rev, err := s.run(ctx, s.sc.renew, k, h.OID, stored, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
+		if err != nil {
+			return "", nil, err
+		}
+		switch st {
+		case 1:
+			s.publish(ctx, ref.Tenant, rev, protocol.OpRenewed, l, nil, now)
+			return protocol.OutcomeRenewed, &l, nil
+		case 0:
+			if got == "" {
+				return protocol.OutcomeLost, nil, nil
+			}
+			other, err := decodeLock(got)
+			if err != nil {
+				return "", nil, err
+			}
+			return protocol.OutcomeLost, &other, nil
+		case 2:
+			// Another socket of the same holder renewed in between: try again on its value.
+			stored = got
+			if cur, err = decodeLock(got); err != nil {
+				return "", nil, err
+			}
+		default:
+			return "", nil, &corruptError{fmt.Sprintf("renew script answered status %d", st)}
+		}
+	}
+	// Still the caller's, renewed moments ago by another of its sockets: that is renewed.
+	return protocol.OutcomeRenewed, &cur, nil
+}
+
+// Release drops h's lock on ref. It answers released (Lock is the lock that was held),
+// notHeld (free, Lock nil, or someone else's, Lock says whose) or unknown.
+func (s *Store) Release(ctx context.Context, ref Ref, h protocol.Holder) (Result, error) {
+	if err := s.check(ref, &h); err != nil {
+		return Result{}, err
+	}
+	var res Result
+	res.Outcome = s.op(ctx, "release", func(ctx context.Context) (protocol.Outcome, error) {
+		st, stored, rev, err := s.run(ctx, s.sc.release, s.keys(ref), h.OID)
+		if err != nil {
+			return "", err
+		}
+		if stored != "" {
+			l, err := decodeLock(stored)
+			if err != nil {
+				return "", err
+			}
+			res.Lock = &l
+		}
+		switch st {
+		case 1:
+			s.publish(ctx, ref.Tenant, rev, protocol.OpReleased, *res.Lock, nil, s.now())
+			return protocol.OutcomeReleased, nil
+		case 0:
+			return protocol.OutcomeNotHeld, nil
+		}
+		return "", &corruptError{fmt.Sprintf("release script answered status %d", st)}
+	})
+	return res, nil
+}
+
+// Detach tells the store that socket conn of h is gone. Each socket that claims,
+// renews or takes over a lock is remembered with it (in lockconn:{<tenant>}:<type>:<uid>,
+// a set of connection ids that lives as long as the lease); Detach forgets conn, and
+// when release is true and no other socket is left, releases the lock and publishes
+// Released. So the same person in two tabs, on one instance or two, keeps the lock
+// while either tab is open. It answers released, notHeld (kept, gone or someone
+// else's) or unknown.
+func (s *Store) Detach(ctx context.Context, ref Ref, h protocol.Holder, conn string, release bool) (Result, error) {
+	if err := s.check(ref, &h); err != nil {
+		return Result{}, err
+	}
+	rel := "0"
+	if release {
+		rel = "1"
+	}
+	var res Result
+	res.Outcome = s.op(ctx, "detach", func(ctx context.Context) (protocol.Outcome, error) {
+		st, stored, rev, err := s.run(ctx, s.sc.detach, s.keys(ref), h.OID, conn, rel)
+		if err != nil {
+			return "", err
+		}
+		if st != 1 {
+			return protocol.OutcomeNotHeld, nil
+		}
+		l, err := decodeLock(stored)
+		if err != nil {
+			return "", err
+		}
+		res.Lock = &l
+		s.publish(ctx, ref.Tenant, rev, protocol.OpReleased, l, nil, s.now())
+		return protocol.OutcomeReleased, nil
+	})
+	return res, nil
+}
+
+// Takeover gives ref's lock to h whoever holds it. allowed says whether h has the
+// takeover role; without it the answer is forbidden with the current lock. It answers
+// takenOver (PreviousHolder says from whom), acquired (it was free), renewed (h held it
+// already), forbidden or unknown.
+func (s *Store) Takeover(ctx context.Context, ref Ref, h protocol.Holder, conn string, allowed bool) (Result, error) {
+	if err := s.check(ref, &h); err != nil {
+		return Result{}, err
+	}
+	if !allowed {
+		l, err := s.Get(ctx, ref)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Outcome: protocol.OutcomeForbidden, Lock: l}, nil
+	}
+	var res Result
+	res.Outcome = s.op(ctx, "takeover", func(ctx context.Context) (protocol.Outcome, error) {
+		k := s.keys(ref)
+		now := s.now()
+		l := s.newLock(ref, h, now, now)
+		st, stored, rev, err := s.run(ctx, s.sc.takeover, k, h.OID, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
+		if err != nil {
+			return "", err
+		}
+		switch st {
+		case 1:
+			prev, err := decodeLock(stored)
+			if err != nil {
+				return "", err
+			}
+			ph := prev.Holder()
+			res.Lock, res.PreviousHolder = &l, &ph
+			s.publish(ctx, ref.Tenant, rev, protocol.OpTakenOver, l, &ph, now)
+			return protocol.OutcomeTakenOver, nil
+		case 3:
+			res.Lock = &l
+			s.publish(ctx, ref.Tenant, rev, protocol.OpAcquired, l, nil, now)
+			return protocol.OutcomeAcquired, nil
+		case 2:
+			cur, err := decodeLock(stored)
+			if err != nil {
+				return "", err
+			}
+			out, lock, err := s.extend(ctx, ref, k, h, conn, stored, cur)
+			res.Lock = lock
+			if out == protocol.OutcomeLost {
+				// It slipped away between the scripts; a takeover of a free lock is a claim.
+				return s.takeoverFree(ctx, ref, h, conn, &res)
+			}
+			return out, err
+		}
+		return "", &corruptError{fmt.Sprintf("takeover script answered status %d", st)}
+	})
+	return res, nil
+}
+
+func (s *Store) takeoverFree(ctx context.Context, ref Ref, h protocol.Holder, conn string, res *Result) (protocol.Outcome, error) {
+	r, _ := s.Claim(ctx, ref, h, conn) // ref and h were checked by the caller
+	*res = r
+	if r.Outcome == protocol.OutcomeUnknown {
+		return "", errors.New("locks: claim after takeover failed open")
+	}
+	return r.Outcome, nil
+}
+
+// Get returns the live lock on ref, or nil when it is free or the store fails open.
+func (s *Store) Get(ctx context.Context, ref Ref) (*protocol.Lock, error) {
+	if err := s.check(ref, nil); err != nil {
+		return nil, err
+	}
+	var l *protocol.Lock
+	s.op(ctx, "get", func(ctx context.Context) (protocol.Outcome, error) {
+		v, err := s.rdb.Get(ctx, LockKey(ref)).Result()
+		if errors.Is(err, redis.Nil) {
+			return "free", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		got, err := decodeLock(v)
+		if err != nil {
+			return "", err
+		}
+		l = &got
+		return "held", nil
+	})
+	return l, nil
+}
+
+// List returns the live locks of one type in a tenant: prune what ran out (publishing
+// Expired for it), range the live members of the index, then one MGET. A key that
+// expires between the range and the MGET is simply absent. On fail open it returns
+// no locks.
+func (s *Store) List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error) {
+	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
+		return nil, err
+	}
+	var out []protocol.Lock
+	s.op(ctx, "list", func(ctx context.Context) (protocol.Outcome, error) {
+		live, err := s.sweep(ctx, tenant, entityType)
+		if err != nil {
+			return "", err
+		}
+		out, err = s.mget(ctx, live)
+		return "listed", err
+	})
+	return out, nil
+}
+
+// Mine returns the live locks of holder oid in tenant, walking the per-type indexes of
+// the lockable types (never KEYS or SCAN): one sweep per type, then one MGET for all,
+// which a cluster accepts because every key carries the tenant's hash tag.
+func (s *Store) Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error) {
+	if !ValidTenant(tenant) {
+		return nil, &InvalidEntityError{Field: "tenant", Value: tenant}
+	}
+	if !ValidOID(oid) {
+		return nil, &InvalidEntityError{Field: "holderOid", Value: oid}
+	}
+	var out []protocol.Lock
+	s.op(ctx, "mine", func(ctx context.Context) (protocol.Outcome, error) {
+		var live []string
+		for _, t := range s.reg.Types() {
+			keys, err := s.sweep(ctx, tenant, t)
+			if err != nil {
+				return "", err
+			}
+			live = append(live, keys...)
+		}
+		all, err := s.mget(ctx, live)
+		for _, l := range all {
+			if l.HolderOID == oid {
+				out = append(out, l)
+			}
+		}
+		return "listed", err
+	})
+	return out, nil
+}
+
+// Sweep prunes the index of one type of a tenant, publishing Expired for each lease
+// that ran out. Pruning is atomic in Redis, so when many instances sweep the same
+// index each expiry is announced once.
+func (s *Store) Sweep(ctx context.Context, tenant, entityType string) error {
+	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
+		return err
+	}
+	s.op(ctx, "sweep", func(ctx context.Context) (protocol.Outcome, error) {
+		_, err := s.sweep(ctx, tenant, entityType)
+		return "swept", err
+	})
+	return nil
+}
+
+// sweep runs sweep.lua and publishes Expired for what it pruned; it returns the live
+// lock keys.
+func (s *Store) sweep(ctx context.Context, tenant, entityType string) ([]string, error) {
+	now := s.now()
+	reply, err := s.sc.sweep.Run(ctx, s.rdb, []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType)},
+		now.UnixMilli(), sweepBatch).Slice()
+	if err != nil {
+		return nil, err
+	}
+	if len(reply) != 3 {
+		return nil, &corruptError{"sweep script answered an unexpected shape"}
+	}
+	rev, _ := reply[0].(string)
+	expired, _ := reply[1].([]any)
+	live, _ := reply[2].([]any)
+	for i := 0; i+1 < len(expired); i += 2 {
+		key, _ := expired[i].(string)
+		val, _ := expired[i+1].(string)
+		l, err := decodeLock(val)
+		if err != nil {
+			// A lock written by another program keeps no value copy: say what the key says.
+			ref, kerr := refFromLockKey(key)
+			if kerr != nil {
+				continue
+			}
+			l = protocol.Lock{EntityType: ref.Type, EntityUID: ref.UID}
+		}
+		s.publish(ctx, tenant, rev, protocol.OpExpired, l, nil, now)
+	}
+	keys := make([]string, 0, len(live))
+	for _, k := range live {
+		if ks, ok := k.(string); ok {
+			keys = append(keys, ks)
+		}
+	}
+	return keys, nil
+}
+
+// mget reads many lock keys of one tenant in one MGET. Missing keys are skipped, and
+// so are values that are not locks (logged): one bad record must not hide the others.
+func (s *Store) mget(ctx context.Context, keys []string) ([]protocol.Lock, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	vals, err := s.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]protocol.Lock, 0, len(vals))
+	for i, v := range vals {
+		str, ok := v.(string)
+		if !ok {
+			continue // expired between the range and the MGET: absent, which is right
+		}
+		l, err := decodeLock(str)
+		if err != nil {
+			s.log.LogAttrs(ctx, slog.LevelWarn, "skipping a lock value that does not parse",
+				slog.String("key", keys[i]), slog.String("error", err.Error()))
+			continue
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// Ping reports whether Redis answers, for readiness probes.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if s.cluster != nil {
+		return s.cluster.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
+			return c.Ping(ctx).Err()
+		})
+	}
+	return s.rdb.Ping(ctx).Err()
+}
+
+type keys struct{ lock, index, values, conns string }
+
+func (s *Store) keys(ref Ref) keys {
+	return keys{LockKey(ref), IndexKey(ref.Tenant, ref.Type), ValuesKey(ref.Tenant, ref.Type), ConnsKey(ref)}
+}
+
+func (s *Store) indexTTL() int64 { return (s.lease + indexMargin).Milliseconds() }
+
+func (s *Store) newLock(ref Ref, h protocol.Holder, acquired, now time.Time) protocol.Lock {
+	n := protocol.NewTime(now)
+	return protocol.Lock{
+		EntityType: ref.Type,
+		EntityUID:  ref.UID,
+		HolderOID:  h.OID,
+		HolderName: h.Name,
+		AcquiredAt: protocol.NewTime(acquired),
+		ExpiresAt:  protocol.Time{Time: n.Add(s.lease)},
+	}
+}
+
+// run runs a write script and reads its {status, value, rev} reply.
+func (s *Store) run(ctx context.Context, sc *redis.Script, k keys, args ...any) (status int64, value, rev string, err error) {
+	reply, err := sc.Run(ctx, s.rdb, []string{k.lock, k.index, k.values, k.conns}, args...).Slice()
+	if err != nil {
+		return 0, "", "", err
+	}
+	if len(reply) != 3 {
+		return 0, "", "", &corruptError{fmt.Sprintf("script answered %d values, want 3", len(reply))}
+	}
+	status, ok := reply[0].(int64)
+	if !ok {
+		return 0, "", "", &corruptError{"script answered a non-integer status"}
+	}
+	value, _ = reply[1].(string) // nil when there is no lock
+	rev, _ = reply[2].(string)
+	return status, value, rev, nil
+}
+
+// encodeLock builds the stored value. Go builds every value: field order and the
+// millisecond timestamps are fixed by protocol.Lock (golden files pin the bytes).
+func encodeLock(l protocol.Lock) string {
+	b, err := json.Marshal(l)
+	if err != nil {
+		panic("locks: encoding a lock cannot fail: " + err.Error())
+	}
+	return string(b)
+}
+
+// decodeLock reads a stored value, as Go or the .NET service wrote it.
+func decodeLock(v string) (protocol.Lock, error) {
+	var l protocol.Lock
+	if err := json.Unmarshal([]byte(v), &l); err != nil {
+		return l, &corruptError{"stored value is not a lock: " + err.Error()}
+	}
+	if l.EntityUID == "" || l.HolderOID == "" {
+		return l, &corruptError{"stored value lacks entityUid or holderOid"}
+	}
+	return l, nil
+}
+
+// revMicros parses a script's rev.
+func revMicros(rev string) int64 {
+	n, _ := strconv.ParseInt(rev, 10, 64) // a bad rev orders first; events still flow
+	return n
+}

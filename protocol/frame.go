@@ -1,0 +1,35 @@
+package protocol
+
+// FrameType is the "type" member of every frame.
+type FrameType string
+
+// Frame types. C: sent by the client, S: sent by the server. See doc.go for the flow.
+const (
+	// C: {"type":"auth","token":"<JWT>"}; with an "id", an in-band token refresh.
+	FrameAuth FrameType = "auth"
+	// S: {"type":"welcome","connectionId":"..","tenant":"..","holder":{..},"leaseMs":..,"renewMs":..,
+	// "serverTime":"..Z","lockable":[..],"canTakeOver":false}
+	FrameWelcome FrameType = "welcome"
+	// C: {"id":"7","type":"claim","entityType":"..","entityUid":".."}
+	FrameClaim FrameType = "claim"
+	// C: {"id":"8","type":"renew","entityType":"..","entityUid":".."}
+	FrameRenew FrameType = "renew"
+	// C: {"id":"8","type":"release","entityType":"..","entityUid":".."}
+	FrameRelease FrameType = "release"
+	// C: {"id":"8","type":"takeover","entityType":"..","entityUid":".."}
+	FrameTakeover FrameType = "takeover"
+	// C: {"id":"9","type":"watch","entityType":".."}
+	FrameWatch FrameType = "watch"
+	// C: {"id":"10","type":"unwatch","entityType":".."}
+	FrameUnwatch FrameType = "unwatch"
+	// C: {"id":"11","type":"mine"}
+	FrameMine FrameType = "mine"
+	// S: {"id":"7","type":"result","outcome":"acquired","lock":{..}}
+	FrameResult FrameType = "result"
+	// S: {"id":"9","type":"snapshot","entityType":"..","locks":[..]}
+	FrameSnapshot FrameType = "snapshot"
+	// S: {"type":"lock","op":"Acquired","lock":{..},"at":"..Z"}
+	FrameLock FrameType = "lock"
+	// S: {"id":"..","type":"error","code":"bad_request","message":".."}
+	FrameError FrameType = "error"
+)
