@@ -26,7 +26,7 @@ func NewClient(url string, cluster bool) (redis.UniversalClient, error) {
 		}
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = ClientTimeout, ClientTimeout, ClientTimeout
 		o.ClusterStateReloadInterval = clusterReload
-		o.MaxRetries = 1
+		o.MaxRetries, o.DialerRetries = 1, 1
 		return redis.NewClusterClient(o), nil
 	}
 	o, err := redis.ParseURL(url)
@@ -34,6 +34,8 @@ func NewClient(url string, cluster bool) (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("locks: Redis URL: %w", err)
 	}
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = ClientTimeout, ClientTimeout, ClientTimeout
-	o.MaxRetries = 1
+	// One retry, and one dial attempt (go-redis tries five by default): a dead Redis
+	// must fail a call fast, and the store fails open.
+	o.MaxRetries, o.DialerRetries = 1, 1
 	return redis.NewClient(o), nil
 }

@@ -134,6 +134,9 @@ func (s *Store) subscribe(ctx context.Context, ch string, h FeedHandler, ord *or
 		ps = s.rdb.Subscribe(ctx, ch)
 	}
 	defer ps.Close()
+	// A blocked Receive does not watch ctx; closing the PubSub ends it.
+	stop := context.AfterFunc(ctx, func() { ps.Close() })
+	defer stop()
 
 	lost := false
 	backoff := feedBackoffMin

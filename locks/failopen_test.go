@@ -1,0 +1,224 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockhub/lockhub/locks/redistest"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// failOpenBound is the contract's limit for any call while Redis is dead.
+const failOpenBound = 2 * time.Second
+
+// TestFailOpenStandaloneKilled kills the real redis-server under the store: every
+// operation answers unknown or no locks within the bound, warns and counts; after a
+// restart on the same port everything works again.
+func TestFailOpenStandaloneKilled(t *testing.T) {
+	srv := redistest.StartServer(t)
+	c, err := NewClient(srv.URL(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	reg := prometheus.NewRegistry()
+	s, logs := newStore(t, c, Config{Registerer: reg})
+	ctx := ctxT(t)
+	ref := Ref{"acme", "ApprovalRequest", "r-1001"}
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "c1"))
+
+	srv.Kill(t)
+	ops := []struct {
+		name string
+		run  func() (protocol.Outcome, int)
+	}{
+		{"claim", func() (protocol.Outcome, int) { r, _ := s.Claim(ctx, ref, grace, ""); return r.Outcome, 0 }},
+		{"renew", func() (protocol.Outcome, int) { r, _ := s.Renew(ctx, ref, ada, ""); return r.Outcome, 0 }},
+		{"release", func() (protocol.Outcome, int) { r, _ := s.Release(ctx, ref, ada); return r.Outcome, 0 }},
+		{"takeover", func() (protocol.Outcome, int) { r, _ := s.Takeover(ctx, ref, margot, "", true); return r.Outcome, 0 }},
+		{"detach", func() (protocol.Outcome, int) { r, _ := s.Detach(ctx, ref, ada, "c1", true); return r.Outcome, 0 }},
+		{"get", func() (protocol.Outcome, int) {
+			l, _ := s.Get(ctx, ref)
+			return protocol.OutcomeUnknown, btoi(l != nil)
+		}},
+		{"list", func() (protocol.Outcome, int) {
+			l, _ := s.List(ctx, "acme", "ApprovalRequest")
+			return protocol.OutcomeUnknown, len(l)
+		}},
+		{"mine", func() (protocol.Outcome, int) {
+			l, _ := s.Mine(ctx, "acme", ada.OID)
+			return protocol.OutcomeUnknown, len(l)
+		}},
+	}
+	for _, op := range ops {
+		start := time.Now()
+		out, n := op.run()
+		if d := time.Since(start); d > failOpenBound {
+			t.Errorf("%s took %s with Redis dead, bound %s", op.name, d, failOpenBound)
+		}
+		if out != protocol.OutcomeUnknown || n != 0 {
+			t.Errorf("%s with Redis dead: outcome %s, %d locks; want unknown and none", op.name, out, n)
+		}
+		if got := testutil.ToFloat64(s.met.failOpen.WithLabelValues(op.name, string(ReasonConnection))); got < 1 {
+			out, _ := testutil.CollectAndFormat(s.met.failOpen, expfmt.TypeTextPlain, "lockhub_store_fail_open_total")
+			t.Errorf("%s: fail-open not counted as connection:\n%s", op.name, out)
+		}
+	}
+	if !strings.Contains(logs.String(), "level=WARN msg=\"lock store unavailable; failing open\"") {
+		t.Errorf("no fail-open warning logged:\n%s", logs.String())
+	}
+	if err := s.Ping(ctx); err == nil {
+		t.Error("Ping succeeded with Redis dead")
+	}
+
+	srv.Restart(t)
+	eventually(t, 5*time.Second, "claims work after restart", func() bool {
+		r, _ := s.Claim(ctx, ref, grace, "")
+		return r.Outcome == protocol.OutcomeAcquired
+	})
+	expect(t, protocol.OutcomeLocked)(s.Claim(ctx, ref, ada, ""))
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestFailOpenCommandError: a command Redis refuses (here WRONGTYPE, a lock key that
+// holds a hash) fails open like a dead connection, rather than reaching the user.
+func TestFailOpenCommandError(t *testing.T) {
+	srv := redistest.StartServer(t)
+	c := srv.Client(t)
+	s, logs := newStore(t, c, Config{})
+	ctx := ctxT(t)
+	ref := Ref{"acme", "ApprovalRequest", "r-1"}
+	c.HSet(ctx, LockKey(ref), "x", "y")
+	expect(t, protocol.OutcomeUnknown)(s.Claim(ctx, ref, ada, ""))
+	expect(t, protocol.OutcomeUnknown)(s.Renew(ctx, ref, ada, ""))
+	if l := must1(s.Get(ctx, ref)); l != nil {
+		t.Fatalf("Get = %+v, want nil", l)
+	}
+	if !strings.Contains(logs.String(), "reason=command") {
+		t.Fatalf("no warning with reason=command:\n%s", logs.String())
+	}
+	// A value that is not a lock reads as corrupt, and fails open too.
+	ref2 := Ref{"acme", "ApprovalRequest", "r-2"}
+	c.Set(ctx, LockKey(ref2), "not json", time.Minute)
+	expect(t, protocol.OutcomeUnknown)(s.Renew(ctx, ref2, ada, ""))
+	if !strings.Contains(logs.String(), "reason=corrupt") {
+		t.Fatalf("no warning with reason=corrupt:\n%s", logs.String())
+	}
+}
+
+// TestClusterFailover kills the master of a lock's slot on a real cluster: claims fail
+// open while it is gone, and succeed again after the replica takes over, through a
+// client made by NewClient (the production settings), well within the contract's 15 s.
+func TestClusterFailover(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	seeds := cl.MasterAddrs()
+	c, err := NewClient(fmt.Sprintf("redis://%s?addr=%s&addr=%s", seeds[0], seeds[1], seeds[2]), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s, _ := newStore(t, c, Config{})
+	ctx := ctxT(t)
+	tenant := "acme"
+	slot := redistest.Slot(IndexKey(tenant, "ApprovalRequest"))
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "before"}, ada, ""))
+
+	killed := time.Now()
+	cl.KillMaster(t, slot)
+	n := 0
+	eventually(t, 15*time.Second, "a claim succeeds after failover", func() bool {
+		n++
+		start := time.Now()
+		r, err := s.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("after-%d", n)}, ada, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > failOpenBound {
+			t.Fatalf("a claim during failover took %s", d)
+		}
+		return r.Outcome == protocol.OutcomeAcquired
+	})
+	t.Logf("claims succeed again %s after the master was killed", time.Since(killed).Round(10*time.Millisecond))
+}
+
+func TestClassify(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		err  error
+		want Reason
+	}{
+		{context.DeadlineExceeded, ReasonTimeout},
+		{ctx.Err(), ReasonCanceled},
+		{fmt.Errorf("wrapped: %w", redis.ErrClosed), ReasonConnection},
+		{proto("CROSSSLOT Keys in request don't hash to the same slot"), ReasonCrossSlot},
+		{proto("CLUSTERDOWN The cluster is down"), ReasonClusterDown},
+		{proto("TRYAGAIN Multiple keys request during rehashing of slot"), ReasonTryAgain},
+		{proto("READONLY You can't write against a read only replica."), ReasonReadOnly},
+		{proto("LOADING Redis is loading the dataset in memory"), ReasonLoading},
+		{proto("MOVED 3999 127.0.0.1:6381"), ReasonMoved},
+		{proto("WRONGTYPE Operation against a key holding the wrong kind of value"), ReasonCommand},
+		{errors.New("something else"), ReasonCommand},
+	} {
+		if got := classify(tc.err); got != tc.want {
+			t.Errorf("classify(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+}
+
+// proto makes an error of the kind go-redis returns for a Redis error reply.
+func proto(msg string) error { return redisError(msg) }
+
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+func (redisError) RedisError()     {}
+
+// TestFeedResync: the feed survives Redis dying and coming back, and says so with
+// Resync, so the hub can send its watchers fresh snapshots; events flow again after.
+func TestFeedResync(t *testing.T) {
+	srv := redistest.StartServer(t)
+	newClient := func() redis.UniversalClient {
+		c, err := NewClient(srv.URL(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a, _ := newStore(t, newClient(), Config{})
+	b, logs := newStore(t, newClient(), Config{})
+	rec := runFeed(t, b, a, "acme")
+	ctx := ctxT(t)
+
+	srv.Kill(t)
+	eventually(t, 10*time.Second, "the feed notices", func() bool {
+		return strings.Contains(logs.String(), "lock change feed lost")
+	})
+	srv.Restart(t)
+	eventually(t, 10*time.Second, "Resync after the restart", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.resyncs > 0
+	})
+	ref := Ref{"acme", "ApprovalRequest", "after"}
+	eventually(t, 10*time.Second, "events flow again", func() bool {
+		a.Claim(ctx, ref, ada, "")
+		return len(rec.of("acme", "after")) > 0
+	})
+}

@@ -1,0 +1,199 @@
+package locks
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// recorder is a FeedHandler that keeps what it receives.
+type recorder struct {
+	mu      sync.Mutex
+	changes []Change
+	resyncs int
+}
+
+func (r *recorder) Change(c Change) {
+	r.mu.Lock()
+	r.changes = append(r.changes, c)
+	r.mu.Unlock()
+}
+
+func (r *recorder) Resync() {
+	r.mu.Lock()
+	r.resyncs++
+	r.mu.Unlock()
+}
+
+// of returns the events received for one entity, in order.
+func (r *recorder) of(tenant, uid string) []protocol.LockEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []protocol.LockEvent
+	for _, c := range r.changes {
+		if c.Tenant == tenant && c.Event.Lock.EntityUID == uid {
+			out = append(out, c.Event)
+		}
+	}
+	return out
+}
+
+// runFeed runs s's feed into a new recorder until the test ends, and waits until it
+// is subscribed: it claims and releases a probe entity until the feed sees it.
+func runFeed(t *testing.T, s *Store, via *Store, tenant string) *recorder {
+	t.Helper()
+	rec := &recorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.RunFeed(ctx, rec)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	probe := Ref{tenant, "ApprovalRequest", "probe"}
+	eventually(t, 10*time.Second, "the feed is subscribed", func() bool {
+		via.Claim(ctx, probe, ada, "")
+		via.Release(ctx, probe, ada)
+		return len(rec.of(tenant, "probe")) > 0
+	})
+	return rec
+}
+
+func ops(evs []protocol.LockEvent) string {
+	s := ""
+	for _, e := range evs {
+		s += string(e.Op) + " "
+	}
+	return s
+}
+
+// testFeed: a change made through one store (one process) reaches the feed of
+// another, in order, for its tenant only, with the lock as stored.
+func testFeed(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
+	a, _ := newStore(t, newClient(t), Config{})
+	b, _ := newStore(t, newClient(t), Config{})
+	tenant := fmt.Sprintf("feed-%d", time.Now().UnixNano())
+	rec := runFeed(t, b, a, tenant)
+	ctx := ctxT(t)
+
+	ref := Ref{tenant, "ApprovalRequest", "r-1"}
+	expect(t, protocol.OutcomeAcquired)(a.Claim(ctx, ref, ada, ""))
+	expect(t, protocol.OutcomeRenewed)(a.Claim(ctx, ref, ada, ""))
+	expect(t, protocol.OutcomeRenewed)(a.Renew(ctx, ref, ada, ""))
+	expect(t, protocol.OutcomeTakenOver)(b.Takeover(ctx, ref, margot, "", true))
+	expect(t, protocol.OutcomeReleased)(a.Release(ctx, ref, margot))
+	want := "Acquired Renewed Renewed TakenOver Released "
+	eventually(t, 5*time.Second, "five events in order", func() bool { return len(rec.of(tenant, "r-1")) >= 5 })
+	evs := rec.of(tenant, "r-1")
+	if got := ops(evs); got != want {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if evs[3].PreviousHolder == nil || *evs[3].PreviousHolder != ada || evs[3].Lock.HolderOID != margot.OID {
+		t.Fatalf("TakenOver event %+v", evs[3])
+	}
+	for _, e := range evs {
+		if e.Type != protocol.FrameLock || e.At.IsZero() || e.Lock.EntityType != "ApprovalRequest" {
+			t.Fatalf("malformed event %+v", e)
+		}
+	}
+	if other := rec.of("other-"+tenant, "r-1"); len(other) != 0 {
+		t.Fatalf("events leaked to another tenant: %+v", other)
+	}
+}
+
+// testExpiredOnce: two instances sweep the same tenant; each lease that runs out is
+// announced exactly once, with the lock as it was stored.
+func testExpiredOnce(t *testing.T, be backend) {
+	a, _ := newStore(t, be.client(t), Config{Lease: 300 * time.Millisecond})
+	b, _ := newStore(t, be.client(t), Config{Lease: 300 * time.Millisecond})
+	tenant := fmt.Sprintf("exp-%d", time.Now().UnixNano())
+	rec := runFeed(t, b, a, tenant)
+	ctx := ctxT(t)
+
+	sweepCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, s := range []*Store{a, b} {
+		w := NewSweeper(s, 20*time.Millisecond)
+		w.Track(tenant, "ApprovalRequest")
+		wg.Go(func() { w.Run(sweepCtx) })
+	}
+	const n = 5
+	for i := range n {
+		expect(t, protocol.OutcomeAcquired)(a.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("r-%d", i)}, grace, ""))
+	}
+	expired := func() int {
+		total := 0
+		for i := range n {
+			for _, e := range rec.of(tenant, fmt.Sprintf("r-%d", i)) {
+				if e.Op == protocol.OpExpired {
+					total++
+					if e.Lock.HolderOID != grace.OID || e.Lock.HolderName != grace.Name {
+						t.Errorf("Expired event without its holder: %+v", e.Lock)
+					}
+				}
+			}
+		}
+		return total
+	}
+	eventually(t, 10*time.Second, "every lease announced as expired", func() bool {
+		if be.advance != nil {
+			be.advance(50 * time.Millisecond)
+		}
+		return expired() >= n
+	})
+	stop()
+	wg.Wait()
+	// Every sweeper's publish is done; a marker published now arrives after all of them.
+	marker := Ref{tenant, "ApprovalRequest", "marker"}
+	expect(t, protocol.OutcomeAcquired)(a.Claim(ctx, marker, ada, ""))
+	eventually(t, 5*time.Second, "the marker arrives", func() bool { return len(rec.of(tenant, "marker")) > 0 })
+	if got := expired(); got != n {
+		t.Fatalf("%d Expired events for %d leases", got, n)
+	}
+	if left := must1(a.List(ctx, tenant, "ApprovalRequest")); len(left) != 1 {
+		t.Fatalf("List after expiry = %+v, want only the marker", left)
+	}
+}
+
+// testDetach: a closing socket releases its locks only when no other socket of the
+// holder uses them; a graceful shutdown releases nothing.
+func testDetach(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
+	s, _ := newStore(t, newClient(t), Config{})
+	ctx := ctxT(t)
+	tenant := fmt.Sprintf("detach-%d", time.Now().UnixNano())
+	ref := Ref{tenant, "ApprovalRequest", "r-1"}
+
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "tab-1"))
+	expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, ref, ada, "tab-2"))
+	expect(t, protocol.OutcomeNotHeld)(s.Detach(ctx, ref, ada, "tab-1", true))
+	if must1(s.Get(ctx, ref)) == nil {
+		t.Fatal("closing one tab freed the lock the other tab holds")
+	}
+	r := expect(t, protocol.OutcomeReleased)(s.Detach(ctx, ref, ada, "tab-2", true))
+	if r.Lock == nil || r.Lock.HolderOID != ada.OID {
+		t.Fatalf("released lock %+v", r.Lock)
+	}
+
+	// Shutdown: forget the socket, keep the lock; the client reconnects and claims again.
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "old"))
+	expect(t, protocol.OutcomeNotHeld)(s.Detach(ctx, ref, ada, "old", false))
+	if must1(s.Get(ctx, ref)) == nil {
+		t.Fatal("a graceful shutdown released a lock")
+	}
+	expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, ref, ada, "new"))
+	expect(t, protocol.OutcomeReleased)(s.Detach(ctx, ref, ada, "new", true))
+
+	// A socket of another user never releases Ada's lock, and a taken-over lock forgets
+	// the previous holder's sockets.
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "ada-tab"))
+	expect(t, protocol.OutcomeNotHeld)(s.Detach(ctx, ref, grace, "grace-tab", true))
+	expect(t, protocol.OutcomeTakenOver)(s.Takeover(ctx, ref, margot, "margot-tab", true))
+	expect(t, protocol.OutcomeNotHeld)(s.Detach(ctx, ref, ada, "ada-tab", true))
+	expect(t, protocol.OutcomeReleased)(s.Detach(ctx, ref, margot, "margot-tab", true))
+}

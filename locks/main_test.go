@@ -1,0 +1,139 @@
+package locks
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/lockhub/lockhub/locks/redistest"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var (
+	ada    = protocol.Holder{OID: "u-ada", Name: "Ada Lovelace"}
+	grace  = protocol.Holder{OID: "u-grace", Name: "Grace Hopper"}
+	margot = protocol.Holder{OID: "u-margaret", Name: "Margaret Hamilton"}
+)
+
+// backend is one kind of Redis the store must work on.
+type backend struct {
+	name    string
+	client  func(t *testing.T) redis.UniversalClient
+	cluster *redistest.Cluster // set for the cluster backend
+	// advance moves the server's clock on where time is driven (miniredis expires
+	// keys only when told); nil where Redis keeps real time.
+	advance func(time.Duration)
+}
+
+// TestStore proves the store on miniredis, a real redis-server and a real 6-node Redis
+// Cluster: every outcome of PROTOCOL.md §2, the change feed across instances, expiry
+// announced once, release on detach; and on the cluster, the seed's slot bug.
+func TestStore(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Run("outcomes", func(t *testing.T) { testOutcomes(t, b) })
+			t.Run("feed", func(t *testing.T) { testFeed(t, b.client) })
+			t.Run("expired once", func(t *testing.T) { testExpiredOnce(t, b) })
+			t.Run("detach", func(t *testing.T) { testDetach(t, b.client) })
+			if b.cluster != nil {
+				t.Run("seed bug regression", func(t *testing.T) { testSeedBugRegression(t, b.cluster) })
+				t.Run("key slots", func(t *testing.T) { testKeySlotsOnCluster(t, b.cluster) })
+			}
+		})
+	}
+}
+
+// backends are the Redis kinds every outcome is proven on: miniredis (the embedded
+// default), a real standalone redis-server and a real 6-node Redis Cluster. The real
+// servers are started once per call and shared by the subtests.
+func backends(t *testing.T) []backend {
+	t.Helper()
+	srv := redistest.StartServer(t)
+	cl := redistest.StartCluster(t)
+	mr := miniredis.RunT(t)
+	return []backend{
+		{"miniredis", func(t *testing.T) redis.UniversalClient {
+			c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+			t.Cleanup(func() { c.Close() })
+			return c
+		}, nil, mr.FastForward},
+		{"standalone", func(t *testing.T) redis.UniversalClient { return srv.Client(t) }, nil, nil},
+		{"cluster", func(t *testing.T) redis.UniversalClient { return cl.Client(t) }, cl, nil},
+	}
+}
+
+// logBuffer is a slog handler target that tests can read.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func newStore(t testing.TB, c redis.UniversalClient, cfg Config) (*Store, *logBuffer) {
+	t.Helper()
+	logs := &logBuffer{}
+	cfg.Client = c
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	s, err := NewStore(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, logs
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// expect returns a checker of an operation's answer: expect(t, want)(s.Claim(...)).
+func expect(t testing.TB, want protocol.Outcome) func(Result, error) Result {
+	return func(got Result, err error) Result {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("error %v, want outcome %s", err, want)
+		}
+		if got.Outcome != want {
+			t.Fatalf("outcome %s, want %s (lock %+v)", got.Outcome, want, got.Lock)
+		}
+		return got
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(within)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatalf("not within %s: %s", within, what)
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,60 @@
+// Package protocol is the wire contract of lockhub's WebSocket, PROTOCOL.md §1, §3 and
+// §4 written as Go: the frames, their exact JSON, the limits and close codes, the
+// decoders the hub runs on every client frame, and a small client for tests and tools.
+//
+// Start with the frame types in frame.go, then Request (what a client sends), Welcome,
+// Result, Snapshot, Error and LockEvent (what the server sends), and Client.
+//
+// # Protocol flow
+//
+// A client opens GET /ws with the subprotocol "lockhub.v1" (Subprotocol). Every frame is
+// one JSON object in a text message; a client frame is at most MaxFrameSize bytes.
+//
+// Authentication. Within AuthTimeout (10 s) the first frame must be auth, without an id:
+//
+//	C: {"type":"auth","token":"<JWT>"}
+//	S: {"type":"welcome","connectionId":"..","tenant":"acme","holder":{..},"leaseMs":300000,...}
+//
+// A bad or expired token closes with CloseNotAuthenticated (4401), no auth in time with
+// CloseAuthTimeout (4408), any other frame first with CloseNotAuthenticated.
+//
+// Requests. Each carries an "id" chosen by the client (a string of 1 to MaxIDLength
+// characters) and is answered by exactly one frame echoing it: a result, a snapshot
+// (for watch) or an error. Requests may be pipelined: match answers by id, not order.
+//
+//	C: {"id":"7","type":"claim","entityType":"ApprovalRequest","entityUid":"r-1001"}
+//	S: {"id":"7","type":"result","outcome":"acquired","lock":{..}}
+//
+// Watching. watch answers with a snapshot of the live locks of the type, then streams
+// every change of that type in the tenant as a lock event, without an id, until
+// unwatch. A snapshot without an id is unsolicited: the hub lost Redis and got it
+// back, and the snapshot replaces what the watcher knew of that type.
+//
+//	C: {"id":"9","type":"watch","entityType":"ApprovalRequest"}
+//	S: {"id":"9","type":"snapshot","entityType":"ApprovalRequest","locks":[..]}
+//	S: {"type":"lock","op":"Acquired","lock":{..},"at":"2026-12-02T09:15:00.123Z"}
+//
+// Refresh. The token is replaced in band, before it expires, by auth with an id. The
+// tenant and oid must not change (else CloseForbidden, 4403).
+//
+//	C: {"id":"12","type":"auth","token":"<fresh JWT>"}
+//	S: {"id":"12","type":"result","outcome":"refreshed"}
+//
+// Bad frames. A frame that is not well formed (malformed JSON, unknown type, a missing
+// or mistyped member, a binary message) is answered by an error frame with code
+// CodeBadRequest, echoing the id when it could be read, and the connection stays. A
+// frame over MaxFrameSize closes with CloseTooLarge (1009).
+//
+//	S: {"id":"7","type":"error","code":"bad_request","message":"missing entityUid"}
+//
+// Closing. Past the rate limit each request gets CodeRateLimited; a client still over
+// it RateLimitGrace later is closed with CloseTooMany (4429), as is a client too slow
+// to read its frames. A hub shutting down closes with CloseGoingAway (1001): the
+// client reconnects, re-authenticates and re-watches, and the snapshots make it whole.
+//
+// # Concurrency
+//
+// The frame types are plain values. DecodeRequest and DecodeServerFrame are safe for
+// concurrent use and do not retain their input, except ServerFrame.Raw. Every method of
+// Client may be called concurrently; see Client.
+package protocol

@@ -1,0 +1,59 @@
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ErrorCode is the "code" member of an error frame.
+type ErrorCode string
+
+// Error codes of an error frame (PROTOCOL.md §4). The connection stays open after each.
+const (
+	// CodeBadRequest: not a well-formed frame (malformed JSON, unknown type, a missing
+	// or mistyped member, an id that is not a string of 1 to MaxIDLength characters,
+	// a binary message).
+	CodeBadRequest ErrorCode = "bad_request"
+	// CodeNotLockable: the entity type is not registered as lockable; the message
+	// names the registered types.
+	CodeNotLockable ErrorCode = "not_lockable"
+	// CodeInvalidEntity: a well-formed string that fails the syntax of PROTOCOL.md §1.
+	CodeInvalidEntity ErrorCode = "invalid_entity"
+	// CodeRateLimited: the request exceeds the connection's rate (RateLimit).
+	CodeRateLimited ErrorCode = "rate_limited"
+)
+
+// ErrFrameTooLarge is returned by DecodeRequest for a frame over MaxFrameSize. It is not
+// answered with an error frame: the connection closes with CloseTooLarge (1009).
+var ErrFrameTooLarge = errors.New("protocol: frame larger than 64 KiB")
+
+// Error is an error frame, and the Go error that stands for it: DecodeRequest returns
+// it for a frame that is not well formed, Client returns it when the server answers a
+// request with an error frame.
+//
+//	{"id":"7","type":"error","code":"bad_request","message":"missing entityUid"}
+//
+// ID is the id of the request it answers, empty (and omitted) when none could be read.
+type Error struct {
+	ID      string    `json:"id,omitempty"`
+	Code    ErrorCode `json:"code"`
+	Message string    `json:"message"`
+}
+
+func (e *Error) Error() string { return "protocol: " + string(e.Code) + ": " + e.Message }
+
+// MarshalJSON writes e as an error frame.
+func (e Error) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		ID      string    `json:"id,omitempty"`
+		Type    FrameType `json:"type"`
+		Code    ErrorCode `json:"code"`
+		Message string    `json:"message"`
+	}{e.ID, FrameError, e.Code, e.Message})
+}
+
+// badRequest returns a CodeBadRequest error answering the request id.
+func badRequest(id, format string, args ...any) *Error {
+	return &Error{ID: id, Code: CodeBadRequest, Message: fmt.Sprintf(format, args...)}
+}

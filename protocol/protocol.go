@@ -1,0 +1,38 @@
+package protocol
+
+import "time"
+
+// Subprotocol is the WebSocket subprotocol (RFC 6455 §1.9) of this contract. A client
+// asks for it in Sec-WebSocket-Protocol and the hub accepts no other.
+const Subprotocol = "lockhub.v1"
+
+// Version is the version of this contract, the suffix of Subprotocol.
+const Version = 1
+
+// Limits of PROTOCOL.md §4.
+const (
+	// MaxFrameSize caps a client frame. A larger frame closes the connection with
+	// 1009 (websocket.StatusMessageTooBig); DecodeRequest refuses it with
+	// ErrFrameTooLarge before parsing it. Server frames are not capped: a snapshot
+	// grows with its locks.
+	MaxFrameSize = 64 << 10
+
+	// MaxIDLength caps a request id, in characters (Unicode code points).
+	MaxIDLength = 64
+
+	// AuthTimeout is how long a new connection has to send its first auth frame
+	// before it is closed with CloseAuthTimeout.
+	AuthTimeout = 10 * time.Second
+
+	// RateLimit is the frames a second served per connection, and RateBurst the
+	// burst above it; each request beyond them is answered with CodeRateLimited.
+	RateLimit = 50
+	RateBurst = 100
+
+	// RateLimitGrace is how long a connection may stay over the rate after its first
+	// rate_limited answer before it is closed with CloseTooMany.
+	RateLimitGrace = 10 * time.Second
+
+	// TokenLeeway is the clock skew allowed when checking a token's expiry.
+	TokenLeeway = 5 * time.Second
+)

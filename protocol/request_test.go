@@ -1,0 +1,200 @@
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestDecodeRequest(t *testing.T) {
+	id64 := strings.Repeat("é", MaxIDLength) // 64 characters, 128 bytes
+	tests := []struct {
+		name string
+		in   string
+		want Request
+	}{
+		{"auth", `{"type":"auth","token":"t0k"}`, Request{Type: FrameAuth, Token: "t0k"}},
+		{"refresh", `{"id":"12","type":"auth","token":"fresh"}`, Request{ID: "12", Type: FrameAuth, Token: "fresh"}},
+		{"claim", `{"id":"7","type":"claim","entityType":"ApprovalRequest","entityUid":"r-1001"}`,
+			Request{ID: "7", Type: FrameClaim, EntityType: "ApprovalRequest", EntityUID: "r-1001"}},
+		{"renew", `{"id":"8","type":"renew","entityType":"A","entityUid":"u"}`, Request{ID: "8", Type: FrameRenew, EntityType: "A", EntityUID: "u"}},
+		{"release", `{"id":"8","type":"release","entityType":"A","entityUid":"u"}`, Request{ID: "8", Type: FrameRelease, EntityType: "A", EntityUID: "u"}},
+		{"takeover", `{"id":"8","type":"takeover","entityType":"A","entityUid":"u"}`, Request{ID: "8", Type: FrameTakeover, EntityType: "A", EntityUID: "u"}},
+		{"watch", `{"id":"9","type":"watch","entityType":"ApprovalRequest"}`, Request{ID: "9", Type: FrameWatch, EntityType: "ApprovalRequest"}},
+		{"unwatch", `{"id":"10","type":"unwatch","entityType":"ApprovalRequest"}`, Request{ID: "10", Type: FrameUnwatch, EntityType: "ApprovalRequest"}},
+		{"mine", `{"id":"11","type":"mine"}`, Request{ID: "11", Type: FrameMine}},
+		{"members in any order, whitespace", " \n{ \"entityUid\" : \"u\",\t\"type\":\"claim\" ,\"entityType\":\"A\",\"id\":\"1\"}\r\n",
+			Request{ID: "1", Type: FrameClaim, EntityType: "A", EntityUID: "u"}},
+		{"unknown members ignored", `{"id":"1","type":"mine","x":[{"id":2},"}"],"y":null,"z":-1.5e3,"w":true}`, Request{ID: "1", Type: FrameMine}},
+		{"members the type does not use ignored", `{"id":"1","type":"watch","entityType":"A","entityUid":7,"token":{}}`,
+			Request{ID: "1", Type: FrameWatch, EntityType: "A"}},
+		{"escapes decoded", `{"id":"\u0037","type":"cl\u0061im","entityType":"A\/B","entityUid":"\"q\""}`,
+			Request{ID: "7", Type: FrameClaim, EntityType: "A/B", EntityUID: `"q"`}},
+		{"escaped member name", `{"\u0069d":"7","type":"mine"}`, Request{ID: "7", Type: FrameMine}},
+		{"id of 64 characters", `{"id":"` + id64 + `","type":"mine"}`, Request{ID: id64, Type: FrameMine}},
+		{"entity syntax is not checked", `{"id":"1","type":"claim","entityType":"","entityUid":"{x} y"}`,
+			Request{ID: "1", Type: FrameClaim, EntityType: "", EntityUID: "{x} y"}},
+		{"invalid UTF-8 replaced", "{\"id\":\"1\",\"type\":\"watch\",\"entityType\":\"a\xffb\"}", Request{ID: "1", Type: FrameWatch, EntityType: "a\uFFFDb"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeRequest([]byte(tt.in))
+			if err != nil {
+				t.Fatalf("DecodeRequest: %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("DecodeRequest = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeRequestBad(t *testing.T) {
+	tests := []struct {
+		name   string
+		in     string
+		id     string // echoed in the error frame
+		errMsg string
+	}{
+		{"empty", ``, "", "empty frame"},
+		{"blank", " \n\t", "", "empty frame"},
+		{"malformed JSON", `{"id":"1","type":`, "", "malformed JSON: unexpected end of JSON input at offset 17"},
+		{"not JSON", `claim r-1001`, "", "malformed JSON: invalid character 'c' looking for beginning of value at offset 1"},
+		{"trailing data", `{"id":"1","type":"mine"} {}`, "", "malformed JSON: invalid character '{' after top-level value at offset 26"},
+		{"null", `null`, "", "frame must be a JSON object, not null"},
+		{"array", `[{"id":"1","type":"mine"}]`, "", "frame must be a JSON object, not an array"},
+		{"string", `"mine"`, "", "frame must be a JSON object, not a string"},
+		{"number", `7`, "", "frame must be a JSON object, not a number"},
+		{"empty object", `{}`, "", "missing type"},
+		{"missing type", `{"id":"1"}`, "1", "missing type"},
+		{"type null", `{"id":"1","type":null}`, "1", "type must be a string, not null"},
+		{"unknown type", `{"id":"1","type":"lock"}`, "1", `unknown type "lock"`},
+		{"type case", `{"id":"1","type":"Claim"}`, "1", `unknown type "Claim"`},
+		{"long unknown type cut", `{"id":"1","type":"` + strings.Repeat("x", 100) + `"}`, "1", `unknown type "` + strings.Repeat("x", 64) + `…"`},
+		{"missing id", `{"type":"claim","entityType":"A","entityUid":"u"}`, "", "missing id"},
+		{"missing id mine", `{"type":"mine"}`, "", "missing id"},
+		{"member names are case-sensitive", `{"ID":"1","type":"mine"}`, "", "missing id"},
+		{"id a number", `{"id":7,"type":"mine"}`, "", "id must be a string, not a number"},
+		{"id null", `{"id":null,"type":"mine"}`, "", "id must be a string, not null"},
+		{"id empty", `{"id":"","type":"mine"}`, "", "id must be 1 to 64 characters"},
+		{"id too long", `{"id":"` + strings.Repeat("1", MaxIDLength+1) + `","type":"mine"}`, "", "id must be 1 to 64 characters"},
+		{"id given twice", `{"id":"1","id":"2","type":"mine"}`, "", `member "id" given twice`},
+		{"type given twice", `{"id":"1","type":"mine","type":"claim"}`, "1", `member "type" given twice`},
+		{"missing token", `{"type":"auth"}`, "", "missing token"},
+		{"missing token on refresh", `{"id":"3","type":"auth"}`, "3", "missing token"},
+		{"token a number", `{"type":"auth","token":42}`, "", "token must be a string, not a number"},
+		{"token an object", `{"id":"4","type":"auth","token":{"jwt":"x"}}`, "4", "token must be a string, not an object"},
+		{"missing entityType", `{"id":"5","type":"watch"}`, "5", "missing entityType"},
+		{"entityType an array", `{"id":"5","type":"watch","entityType":["A"]}`, "5", "entityType must be a string, not an array"},
+		{"missing entityUid", `{"id":"6","type":"claim","entityType":"A"}`, "6", "missing entityUid"},
+		{"entityUid a number", `{"id":"6","type":"release","entityType":"A","entityUid":1001}`, "6", "entityUid must be a string, not a number"},
+		{"entityUid a boolean", `{"id":"6","type":"renew","entityType":"A","entityUid":true}`, "6", "entityUid must be a string, not a boolean"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeRequest([]byte(tt.in))
+			var fe *Error
+			if !errors.As(err, &fe) {
+				t.Fatalf("DecodeRequest error = %v, want *Error", err)
+			}
+			want := Error{ID: tt.id, Code: CodeBadRequest, Message: tt.errMsg}
+			if *fe != want {
+				t.Errorf("DecodeRequest error = %+v, want %+v", *fe, want)
+			}
+		})
+	}
+}
+
+func TestDecodeRequestSize(t *testing.T) {
+	// A valid frame padded with an unknown member to an exact size.
+	frame := func(size int) []byte {
+		const head, tail = `{"id":"1","type":"mine","pad":"`, `"}`
+		return []byte(head + strings.Repeat("p", size-len(head)-len(tail)) + tail)
+	}
+	if _, err := DecodeRequest(frame(MaxFrameSize)); err != nil {
+		t.Errorf("DecodeRequest of %d bytes: %v", MaxFrameSize, err)
+	}
+	if _, err := DecodeRequest(frame(MaxFrameSize + 1)); !errors.Is(err, ErrFrameTooLarge) {
+		t.Errorf("DecodeRequest of %d bytes: %v, want ErrFrameTooLarge", MaxFrameSize+1, err)
+	}
+	// The cap comes before parsing: garbage over the cap is too large, not malformed.
+	if _, err := DecodeRequest([]byte(strings.Repeat("[", MaxFrameSize+1))); !errors.Is(err, ErrFrameTooLarge) {
+		t.Errorf("DecodeRequest of oversized garbage: %v, want ErrFrameTooLarge", err)
+	}
+}
+
+func TestRequestMarshal(t *testing.T) {
+	tests := []struct {
+		in   Request
+		want string
+	}{
+		{Request{Type: FrameAuth, Token: "eyJ.a.b"}, `{"type":"auth","token":"eyJ.a.b"}`},
+		{Request{ID: "12", Type: FrameAuth, Token: "eyJ.c.d"}, `{"id":"12","type":"auth","token":"eyJ.c.d"}`},
+		{Request{ID: "7", Type: FrameClaim, EntityType: "ApprovalRequest", EntityUID: "r-1001"},
+			`{"id":"7","type":"claim","entityType":"ApprovalRequest","entityUid":"r-1001"}`},
+		{Request{ID: "9", Type: FrameWatch, EntityType: "ApprovalRequest"}, `{"id":"9","type":"watch","entityType":"ApprovalRequest"}`},
+		{Request{ID: "11", Type: FrameMine}, `{"id":"11","type":"mine"}`},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.in.Type), func(t *testing.T) {
+			assertJSON(t, tt.in, tt.want)
+			back, err := DecodeRequest([]byte(tt.want))
+			if err != nil || back != tt.in {
+				t.Errorf("DecodeRequest(%s) = %+v, %v; want %+v", tt.want, back, err, tt.in)
+			}
+		})
+	}
+}
+
+func TestRequestIsRefresh(t *testing.T) {
+	if (Request{Type: FrameAuth}).IsRefresh() {
+		t.Error("auth without id is a refresh")
+	}
+	if !(Request{ID: "1", Type: FrameAuth}).IsRefresh() {
+		t.Error("auth with id is not a refresh")
+	}
+}
+
+func ExampleDecodeRequest() {
+	_, err := DecodeRequest([]byte(`{"id":"7","type":"claim","entityType":"ApprovalRequest","entityUid":1001}`))
+	var fe *Error
+	if errors.As(err, &fe) {
+		b, _ := json.Marshal(fe) // the error frame the hub answers with
+		fmt.Println(string(b))
+	}
+	// Output: {"id":"7","type":"error","code":"bad_request","message":"entityUid must be a string, not a number"}
+}
+
+func BenchmarkDecodeRequest(b *testing.B) {
+	data := []byte(`{"id":"7","type":"claim","entityType":"ApprovalRequest","entityUid":"r-1001"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := DecodeRequest(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// assertJSON checks that v marshals to exactly want.
+func assertJSON(t *testing.T, v any, want string) {
+	t.Helper()
+	got, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("json.Marshal(%+v): %v", v, err)
+	}
+	if string(got) != want {
+		t.Errorf("json.Marshal(%T):\n got %s\nwant %s", v, got, want)
+	}
+}
+
+func TestRequestMarshalEmptyMembers(t *testing.T) {
+	// Required members are written even when empty, so the hub answers invalid_entity
+	// (or refuses the token) instead of bad_request for a missing member.
+	assertJSON(t, Request{ID: "1", Type: FrameClaim}, `{"id":"1","type":"claim","entityType":"","entityUid":""}`)
+	assertJSON(t, Request{Type: FrameAuth}, `{"type":"auth","token":""}`)
+	// Members the type does not use are written only when set.
+	assertJSON(t, Request{ID: "2", Type: FrameMine}, `{"id":"2","type":"mine"}`)
+	assertJSON(t, Request{ID: "3", Type: "bogus", EntityUID: "u"}, `{"id":"3","type":"bogus","entityUid":"u"}`)
+}

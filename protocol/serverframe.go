@@ -1,0 +1,253 @@
+package protocol
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Welcome answers the first auth frame (PROTOCOL.md §4):
+//
+//	{"type":"welcome","connectionId":"c-1","tenant":"acme","holder":{"oid":"u-ada","name":"Ada Lovelace"},
+//	 "leaseMs":300000,"renewMs":120000,"serverTime":"2026-12-02T09:15:00.123Z",
+//	 "lockable":["ApprovalRequest"],"canTakeOver":false}
+//
+// Lockable marshals as [] when nil.
+type Welcome struct {
+	ConnectionID string   `json:"connectionId"`
+	Tenant       string   `json:"tenant"`
+	Holder       Holder   `json:"holder"`
+	LeaseMs      int64    `json:"leaseMs"`
+	RenewMs      int64    `json:"renewMs"`
+	ServerTime   Time     `json:"serverTime"`
+	Lockable     []string `json:"lockable"`
+	CanTakeOver  bool     `json:"canTakeOver"`
+}
+
+// Lease returns LeaseMs as a duration: how long a claim holds without renewal.
+func (w Welcome) Lease() time.Duration { return time.Duration(w.LeaseMs) * time.Millisecond }
+
+// RenewEvery returns RenewMs as a duration: how often a holder should renew.
+func (w Welcome) RenewEvery() time.Duration { return time.Duration(w.RenewMs) * time.Millisecond }
+
+// MarshalJSON writes w as a welcome frame.
+func (w Welcome) MarshalJSON() ([]byte, error) {
+	type fields Welcome // Welcome's members without its methods
+	if w.Lockable == nil {
+		w.Lockable = []string{}
+	}
+	return json.Marshal(struct {
+		Type FrameType `json:"type"`
+		fields
+	}{FrameWelcome, fields(w)})
+}
+
+// Result answers a request that has no answer frame of its own (PROTOCOL.md §4). Its
+// Outcome chooses which members it carries, and MarshalJSON writes exactly those:
+//
+//	claim, renew, release, takeover   {"id":"7","type":"result","outcome":"acquired","lock":{..}}
+//	                                  "lock" is null when Lock is nil
+//	takeover of a held lock           {"id":"8","type":"result","outcome":"takenOver","lock":{..},"previousHolder":{..}}
+//	unwatch, auth with an id          {"id":"10","type":"result","outcome":"unwatched"}
+//	mine (Outcome empty)              {"id":"11","type":"result","locks":[..]}
+//
+// PreviousHolder is written with OutcomeTakenOver only; Locks marshals as [] when nil.
+type Result struct {
+	ID             string  `json:"id"`
+	Outcome        Outcome `json:"outcome,omitempty"`
+	Lock           *Lock   `json:"lock,omitempty"`
+	PreviousHolder *Holder `json:"previousHolder,omitempty"`
+	Locks          []Lock  `json:"locks,omitempty"`
+}
+
+// MarshalJSON writes r as a result frame, shaped by its Outcome.
+func (r Result) MarshalJSON() ([]byte, error) {
+	switch r.Outcome {
+	case "": // mine
+		if r.Locks == nil {
+			r.Locks = []Lock{}
+		}
+		return json.Marshal(struct {
+			ID    string    `json:"id"`
+			Type  FrameType `json:"type"`
+			Locks []Lock    `json:"locks"`
+		}{r.ID, FrameResult, r.Locks})
+	case OutcomeUnwatched, OutcomeRefreshed:
+		return json.Marshal(struct {
+			ID      string    `json:"id"`
+			Type    FrameType `json:"type"`
+			Outcome Outcome   `json:"outcome"`
+		}{r.ID, FrameResult, r.Outcome})
+	}
+	if r.Outcome != OutcomeTakenOver {
+		r.PreviousHolder = nil
+	}
+	return json.Marshal(struct {
+		ID             string    `json:"id"`
+		Type           FrameType `json:"type"`
+		Outcome        Outcome   `json:"outcome"`
+		Lock           *Lock     `json:"lock"`
+		PreviousHolder *Holder   `json:"previousHolder,omitempty"`
+	}{r.ID, FrameResult, r.Outcome, r.Lock, r.PreviousHolder})
+}
+
+// Snapshot answers watch with the live locks of a type (PROTOCOL.md §4):
+//
+//	{"id":"9","type":"snapshot","entityType":"ApprovalRequest","locks":[..]}
+//
+// A Snapshot without an ID (the member is omitted) is unsolicited: the hub sends it to
+// every watcher of the type when it gets Redis back, and it replaces what the watcher
+// knew. Locks marshals as [] when nil.
+type Snapshot struct {
+	ID         string `json:"id,omitempty"`
+	EntityType string `json:"entityType"`
+	Locks      []Lock `json:"locks"`
+}
+
+// MarshalJSON writes s as a snapshot frame.
+func (s Snapshot) MarshalJSON() ([]byte, error) {
+	if s.Locks == nil {
+		s.Locks = []Lock{}
+	}
+	return json.Marshal(struct {
+		ID         string    `json:"id,omitempty"`
+		Type       FrameType `json:"type"`
+		EntityType string    `json:"entityType"`
+		Locks      []Lock    `json:"locks"`
+	}{s.ID, FrameSnapshot, s.EntityType, s.Locks})
+}
+
+// MarshalJSON writes e as a lock frame. It writes "type":"lock" whatever e.Type holds,
+// and "previousHolder" with OpTakenOver only.
+func (e LockEvent) MarshalJSON() ([]byte, error) {
+	type fields LockEvent // LockEvent's members without its methods
+	e.Type = FrameLock
+	if e.Op != OpTakenOver {
+		e.PreviousHolder = nil
+	}
+	return json.Marshal(fields(e))
+}
+
+// ServerFrame is one decoded server frame: Type tells which of the pointers is set.
+type ServerFrame struct {
+	Type FrameType
+	// ID is the id of the request the frame answers, for a result, snapshot or error;
+	// empty for welcome, lock events, unsolicited snapshots and errors answering a
+	// frame whose id could not be read.
+	ID string
+
+	Welcome  *Welcome   // FrameWelcome
+	Result   *Result    // FrameResult
+	Snapshot *Snapshot  // FrameSnapshot
+	Error    *Error     // FrameError
+	Event    *LockEvent // FrameLock
+
+	// Raw is the frame as received. It is the slice given to DecodeServerFrame.
+	Raw []byte
+}
+
+// serverWire is the union of the members of every server frame: one pass of
+// encoding/json decodes any of them.
+type serverWire struct {
+	Type FrameType `json:"type"`
+	ID   string    `json:"id"`
+
+	// welcome
+	ConnectionID string   `json:"connectionId"`
+	Tenant       string   `json:"tenant"`
+	Holder       Holder   `json:"holder"`
+	LeaseMs      int64    `json:"leaseMs"`
+	RenewMs      int64    `json:"renewMs"`
+	ServerTime   Time     `json:"serverTime"`
+	Lockable     []string `json:"lockable"`
+	CanTakeOver  bool     `json:"canTakeOver"`
+
+	// result, snapshot, lock
+	Outcome        Outcome `json:"outcome"`
+	Lock           *Lock   `json:"lock"`
+	PreviousHolder *Holder `json:"previousHolder"`
+	Locks          []Lock  `json:"locks"`
+	EntityType     string  `json:"entityType"`
+	Op             Op      `json:"op"`
+	At             Time    `json:"at"`
+
+	// error
+	Code    ErrorCode `json:"code"`
+	Message string    `json:"message"`
+}
+
+// DecodeServerFrame decodes a frame sent by the hub, for clients. A frame that is not
+// one well-formed server frame (malformed JSON, a missing or unknown type, a member of
+// the wrong JSON type, a result without an id, a lock event without a lock) is an
+// *Error with Code CodeBadRequest. There is no size cap: a snapshot grows with its
+// locks; a client caps the read instead (DialOptions.ReadLimit).
+//
+// Members a frame type does not define are ignored; so are the members a result's
+// Outcome does not carry (see Result) and "previousHolder" on any event but TakenOver.
+// The returned frame's Raw is data.
+func DecodeServerFrame(data []byte) (ServerFrame, error) {
+	var w serverWire
+	if err := json.Unmarshal(data, &w); err != nil {
+		return ServerFrame{}, badRequest("", "%s", describe(err))
+	}
+	f := ServerFrame{Type: w.Type, Raw: data}
+	switch w.Type {
+	case FrameWelcome:
+		f.Welcome = &Welcome{
+			ConnectionID: w.ConnectionID, Tenant: w.Tenant, Holder: w.Holder,
+			LeaseMs: w.LeaseMs, RenewMs: w.RenewMs, ServerTime: w.ServerTime,
+			Lockable: w.Lockable, CanTakeOver: w.CanTakeOver,
+		}
+	case FrameResult:
+		if w.ID == "" {
+			return ServerFrame{}, badRequest("", "result without id")
+		}
+		f.ID = w.ID
+		r := &Result{ID: w.ID, Outcome: w.Outcome}
+		switch w.Outcome {
+		case "":
+			r.Locks = w.Locks
+		case OutcomeUnwatched, OutcomeRefreshed:
+		case OutcomeTakenOver:
+			r.Lock, r.PreviousHolder = w.Lock, w.PreviousHolder
+		default:
+			r.Lock = w.Lock
+		}
+		f.Result = r
+	case FrameSnapshot:
+		f.ID = w.ID
+		f.Snapshot = &Snapshot{ID: w.ID, EntityType: w.EntityType, Locks: w.Locks}
+	case FrameError:
+		f.ID = w.ID
+		f.Error = &Error{ID: w.ID, Code: w.Code, Message: w.Message}
+	case FrameLock:
+		if w.Lock == nil {
+			return ServerFrame{}, badRequest("", "lock event without lock")
+		}
+		e := &LockEvent{Type: FrameLock, Op: w.Op, Lock: *w.Lock, At: w.At}
+		if w.Op == OpTakenOver {
+			e.PreviousHolder = w.PreviousHolder
+		}
+		f.Event = e
+	case "":
+		return ServerFrame{}, badRequest(w.ID, "missing type")
+	default:
+		return ServerFrame{}, badRequest(w.ID, "unknown type %s", quoteShort(string(w.Type)))
+	}
+	return f, nil
+}
+
+// describe turns an encoding/json error into a message naming the member at fault.
+func describe(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return "malformed JSON: " + err.Error()
+	case errors.As(err, &te) && te.Field == "":
+		return "frame must be a JSON object, not " + te.Value
+	case errors.As(err, &te):
+		return te.Field + " must not be " + te.Value
+	}
+	return err.Error()
+}
