@@ -19,19 +19,20 @@ import (
 
 // The change feed.
 //
-// Each change is published after its script succeeds, to one of Config.Channels
-// channels chosen by a hash of the tenant: "lockhub:ev:{<n>}". A hub instance subscribes
-// to all of them, so it holds that many subscriptions however many tenants there are.
-// On a cluster these are sharded channels (SPUBLISH/SSUBSCRIBE, Redis 7): each lives on
-// the node of its own slot, and one PubSub connection serves each channel because a
-// SSUBSCRIBE may only name channels of one slot.
+// Each write script publishes its change in the same atomic step as the change
+// (scripts/prelude.lua), so no change goes unannounced and the events of one entity
+// leave Redis in the order the changes happened. A message is "<tenant>\n<frame>",
+// where frame is the protocol.LockEvent exactly as sockets receive it: a hub forwards
+// the bytes without re-encoding.
 //
-// A message is "<tenant> <rev>\n<frame>", where frame is the protocol.LockEvent as sent
-// to sockets (a hub forwards the bytes without re-encoding) and rev is the Redis
-// server's TIME in microseconds when the script ran. All changes of one entity run on
-// the node of its tenant's slot, so rev orders them; the feed drops an event older
-// than one already delivered for its entity, since two instances may publish the
-// changes they made in the opposite order.
+// Channels, bounded however many tenants there are:
+//   - standalone, Sentinel, miniredis: Config.Channels channels "lockhub:ev:{<n>}", the
+//     tenant picked by hash; PUBLISH and SUBSCRIBE. One connection per instance.
+//   - cluster: one sharded channel per slot, "lockhub:ev:{<tag>}" where <tag> hashes to
+//     the tenant's slot, because a script may SPUBLISH only within its own slot (Redis 7
+//     sharded pub/sub). An instance subscribes to all 16,384, over one connection per
+//     master, each SSUBSCRIBE naming one slot's channel (a SSUBSCRIBE may not span
+//     slots); messages reach only the shard that owns the slot, never the whole cluster.
 
 // Change is one lock change received from the feed.
 type Change struct {
@@ -41,8 +42,8 @@ type Change struct {
 	Frame []byte
 }
 
-// FeedHandler receives the change feed. Its methods are called from the feed's
-// goroutines, one per channel, so concurrently; they must not block.
+// FeedHandler receives the change feed. Its methods may be called concurrently (one
+// goroutine per connection); they must not block.
 type FeedHandler interface {
 	// Change delivers one change. Changes of one entity arrive in order.
 	Change(Change)
@@ -51,72 +52,79 @@ type FeedHandler interface {
 	Resync()
 }
 
+const channelPrefix = "lockhub:ev:{"
+
+// channel returns the tenant's channel.
 func (s *Store) channel(tenant string) string {
+	if s.cluster != nil {
+		return channelPrefix + s.tags[crc16(tenant)%slotCount] + "}"
+	}
 	h := fnv.New32a()
 	h.Write([]byte(tenant))
-	return "lockhub:ev:{" + strconv.Itoa(int(h.Sum32()%uint32(s.channels))) + "}"
+	return channelPrefix + strconv.Itoa(int(h.Sum32()%uint32(s.channels))) + "}"
 }
 
-// publish sends one change to the tenant's channel. The change is already written, so
-// a failure here is logged and counted, and the caller's outcome stands: watchers that
-// missed it are made whole by the next snapshot.
-func (s *Store) publish(ctx context.Context, tenant, rev string, op protocol.Op, l protocol.Lock, prev *protocol.Holder, at time.Time) {
-	ev := protocol.LockEvent{Type: protocol.FrameLock, Op: op, Lock: l, PreviousHolder: prev, At: protocol.NewTime(at)}
-	frame, err := json.Marshal(ev)
+// pubArgs are the first four arguments of every script: how to publish its event.
+func (s *Store) pubArgs(tenant string, now time.Time) []any {
+	cmd := "PUBLISH"
+	if s.cluster != nil {
+		cmd = "SPUBLISH"
+	}
+	head := tenant + "\n" + `{"type":"` + string(protocol.FrameLock) + `","op":"`
+	tail := `,"at":"` + protocol.NewTime(now).String() + `"}`
+	return []any{cmd, s.channel(tenant), head, tail}
+}
+
+// publish sends a change the scripts could not announce themselves (an expired lock
+// another program wrote, with no value copy). A failure is logged and counted: the
+// watchers that missed it are made whole by the next snapshot.
+func (s *Store) publish(ctx context.Context, tenant string, op protocol.Op, l protocol.Lock, at time.Time) {
+	frame, err := json.Marshal(protocol.LockEvent{Type: protocol.FrameLock, Op: op, Lock: l, At: protocol.NewTime(at)})
 	if err != nil {
 		panic("locks: encoding an event cannot fail: " + err.Error())
 	}
-	msg := make([]byte, 0, len(tenant)+len(rev)+2+len(frame))
-	msg = append(msg, tenant...)
-	msg = append(msg, ' ')
-	msg = append(msg, rev...)
-	msg = append(msg, '\n')
-	msg = append(msg, frame...)
-	ch := s.channel(tenant)
+	msg := append([]byte(tenant+"\n"), frame...)
 	if s.cluster != nil {
-		err = s.cluster.SPublish(ctx, ch, msg).Err()
+		err = s.cluster.SPublish(ctx, s.channel(tenant), msg).Err()
 	} else {
-		err = s.rdb.Publish(ctx, ch, msg).Err()
+		err = s.rdb.Publish(ctx, s.channel(tenant), msg).Err()
 	}
 	if err != nil {
-		s.met.failOpen.WithLabelValues("publish", string(ReasonPublish)).Inc()
-		s.log.LogAttrs(ctx, slog.LevelWarn, "lock change written but not published",
-			slog.String("tenant", tenant), slog.String("op", string(op)),
-			slog.String("reason", string(classify(err))), slog.String("error", err.Error()))
-		return
+		s.met.failOpen.WithLabelValues("publish", string(classify(err))).Inc()
+		s.log.LogAttrs(ctx, slog.LevelWarn, "lock change not published",
+			slog.String("tenant", tenant), slog.String("op", string(op)), slog.String("error", err.Error()))
 	}
-	s.met.published.WithLabelValues(string(op)).Inc()
 }
 
-// parseMessage splits a feed message into its tenant, rev and frame.
-func parseMessage(payload string) (Change, int64, error) {
-	head, frame, ok := bytes.Cut([]byte(payload), []byte{'\n'})
-	if !ok {
-		return Change{}, 0, errors.New("locks: feed message without a header")
-	}
-	tenant, rev, ok := bytes.Cut(head, []byte{' '})
+// parseMessage splits a feed message into its tenant and frame.
+func parseMessage(payload string) (Change, error) {
+	tenant, frame, ok := bytes.Cut([]byte(payload), []byte{'\n'})
 	if !ok || !ValidTenant(string(tenant)) {
-		return Change{}, 0, errors.New("locks: feed message with a bad header")
+		return Change{}, errors.New("locks: feed message without a tenant")
 	}
 	c := Change{Tenant: string(tenant), Frame: frame}
 	if err := json.Unmarshal(frame, &c.Event); err != nil {
-		return Change{}, 0, fmt.Errorf("locks: feed message: %w", err)
+		return Change{}, fmt.Errorf("locks: feed message: %w", err)
 	}
-	return c, revMicros(string(rev)), nil
+	return c, nil
 }
 
-// RunFeed subscribes to the change feed and delivers it to h until ctx is done. It
-// returns nil when ctx is done; it survives Redis outages, reconnecting with backoff,
-// and calls h.Resync once a lost subscription is back. It owns one goroutine per
-// channel and joins them all before it returns.
+// RunFeed subscribes to the change feed of every instance and delivers it to h until
+// ctx is done; then it returns nil. It survives Redis outages and failovers,
+// resubscribing with backoff, and calls h.Resync once a lost subscription is back. It
+// joins every goroutine it starts before it returns.
 func (s *Store) RunFeed(ctx context.Context, h FeedHandler) error {
-	ord := newOrderer()
-	var wg sync.WaitGroup
-	for i := range s.channels {
-		ch := "lockhub:ev:{" + strconv.Itoa(i) + "}"
-		wg.Go(func() { s.subscribe(ctx, ch, h, ord) })
+	if s.cluster != nil {
+		s.runClusterFeed(ctx, h)
+		return nil
 	}
-	wg.Wait()
+	chans := make([]string, s.channels)
+	for i := range chans {
+		chans[i] = channelPrefix + strconv.Itoa(i) + "}"
+	}
+	ps := s.rdb.Subscribe(ctx, chans...)
+	// go-redis reconnects and resubscribes this PubSub by itself; receive notices.
+	s.receive(ctx, ps, h, true)
 	return nil
 }
 
@@ -126,13 +134,9 @@ const (
 	feedBackoffMax = 2 * time.Second
 )
 
-func (s *Store) subscribe(ctx context.Context, ch string, h FeedHandler, ord *orderer) {
-	var ps *redis.PubSub
-	if s.cluster != nil {
-		ps = s.cluster.SSubscribe(ctx, ch)
-	} else {
-		ps = s.rdb.Subscribe(ctx, ch)
-	}
+// receive delivers ps's messages to h until ctx is done or, when !survive, until the
+// first error. It owns ps and closes it. It reports whether ctx ended it.
+func (s *Store) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, survive bool) error {
 	defer ps.Close()
 	// A blocked Receive does not watch ctx; closing the PubSub ends it.
 	stop := context.AfterFunc(ctx, func() { ps.Close() })
@@ -143,86 +147,144 @@ func (s *Store) subscribe(ctx context.Context, ch string, h FeedHandler, ord *or
 	for {
 		msg, err := ps.ReceiveTimeout(ctx, feedPingEvery)
 		if ctx.Err() != nil {
-			return
+			return ctx.Err()
 		}
 		if err != nil {
 			var netErr interface{ Timeout() bool }
 			if errors.As(err, &netErr) && netErr.Timeout() && !lost {
 				// Nothing arrived for a while: ping, so a dead connection shows itself.
-				if perr := ps.Ping(ctx); perr == nil {
+				if ps.Ping(ctx) == nil {
 					continue
 				}
 			}
+			if !survive {
+				return err
+			}
 			if !lost {
 				lost = true
-				s.met.failOpen.WithLabelValues("subscribe", string(classify(err))).Inc()
-				s.log.LogAttrs(ctx, slog.LevelWarn, "lock change feed lost; watchers will be resynced when it is back",
-					slog.String("channel", ch), slog.String("reason", string(classify(err))), slog.String("error", err.Error()))
+				s.feedLost(ctx, err)
 			}
-			// go-redis reconnects and resubscribes on the next Receive; wait first so a
-			// dead Redis does not spin this loop.
-			t := time.NewTimer(backoff)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
+			// The next Receive reconnects; wait first so a dead Redis does not spin.
+			if !sleepCtx(ctx, backoff) {
+				return ctx.Err()
 			}
 			backoff = min(backoff*2, feedBackoffMax)
-			if s.cluster != nil {
-				s.cluster.ReloadState(ctx)
-			}
 			continue
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
 			if lost {
-				s.log.LogAttrs(ctx, slog.LevelInfo, "lock change feed is back", slog.String("channel", ch))
+				s.log.LogAttrs(ctx, slog.LevelInfo, "lock change feed is back")
 				h.Resync()
 			}
 			lost, backoff = false, feedBackoffMin
 		case *redis.Message:
-			c, rev, err := parseMessage(m.Payload)
+			c, err := parseMessage(m.Payload)
 			if err != nil {
 				s.log.LogAttrs(ctx, slog.LevelWarn, "dropping a malformed feed message", slog.String("error", err.Error()))
 				continue
 			}
-			if ord.admit(c, rev) {
-				h.Change(c)
-			}
+			h.Change(c)
 		}
 	}
 }
 
-// orderer drops an event older than one already delivered for the same entity. It
-// remembers entities for between one and two orderWindows, far longer than two
-// publishes of one entity can be reordered in flight.
-type orderer struct {
-	mu        sync.Mutex
-	cur, prev map[string]int64 // entity -> newest rev delivered
-	rotated   time.Time
+func (s *Store) feedLost(ctx context.Context, err error) {
+	reason := classify(err)
+	s.met.failOpen.WithLabelValues("subscribe", string(reason)).Inc()
+	s.log.LogAttrs(ctx, slog.LevelWarn, "lock change feed lost; watchers will be resynced when it is back",
+		slog.String("reason", string(reason)), slog.String("error", err.Error()))
 }
 
-const orderWindow = time.Minute
-
-func newOrderer() *orderer {
-	return &orderer{cur: map[string]int64{}, prev: map[string]int64{}, rotated: time.Now()}
-}
-
-func (o *orderer) admit(c Change, rev int64) bool {
-	key := c.Tenant + "\x00" + c.Event.Lock.EntityType + "\x00" + c.Event.Lock.EntityUID
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if time.Since(o.rotated) > orderWindow {
-		o.prev, o.cur, o.rotated = o.cur, map[string]int64{}, time.Now()
-	}
-	last, ok := o.cur[key]
-	if !ok {
-		last, ok = o.prev[key]
-	}
-	if ok && rev < last {
+// sleepCtx waits d, or less if ctx ends first; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
 		return false
+	case <-t.C:
+		return true
 	}
-	o.cur[key] = rev
-	return true
+}
+
+// runClusterFeed subscribes to every slot's channel, one connection per master, and
+// rebuilds all of it from the current slot map whenever any connection fails (a
+// failover moves slots, and go-redis would resubscribe every slot in one SSUBSCRIBE,
+// which Redis refuses).
+func (s *Store) runClusterFeed(ctx context.Context, h FeedHandler) {
+	backoff := feedBackoffMin
+	for first := true; ; first = false {
+		err := s.clusterFeedOnce(ctx, h, !first)
+		if ctx.Err() != nil {
+			return
+		}
+		s.feedLost(ctx, err)
+		if !sleepCtx(ctx, backoff) {
+			return
+		}
+		backoff = min(backoff*2, feedBackoffMax)
+		s.cluster.ReloadState(ctx)
+	}
+}
+
+// clusterFeedOnce subscribes once and receives until a connection fails or ctx ends.
+// With resync, h.Resync is called once every subscription is back.
+func (s *Store) clusterFeedOnce(ctx context.Context, h FeedHandler, resync bool) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	slots, err := s.cluster.ClusterSlots(ctx).Result()
+	if err != nil {
+		return err
+	}
+	byMaster := map[string][]string{}
+	for _, r := range slots {
+		if len(r.Nodes) == 0 {
+			continue
+		}
+		addr := r.Nodes[0].Addr
+		for slot := r.Start; slot <= r.End; slot++ {
+			byMaster[addr] = append(byMaster[addr], channelPrefix+s.tags[slot]+"}")
+		}
+	}
+	if len(byMaster) == 0 {
+		return errors.New("locks: the cluster serves no slots")
+	}
+	var wg sync.WaitGroup
+	var ready sync.WaitGroup
+	for addr, chans := range byMaster {
+		node, err := s.cluster.MasterForKey(ctx, chans[0])
+		if err != nil {
+			cancel(err)
+			break
+		}
+		if node.Options().Addr != addr {
+			cancel(fmt.Errorf("locks: slot map changed while subscribing (%s)", addr))
+			break
+		}
+		ps := node.SSubscribe(ctx)
+		ready.Add(1)
+		wg.Go(func() {
+			once := sync.OnceFunc(ready.Done)
+			defer once()
+			for _, ch := range chans {
+				if err := ps.SSubscribe(ctx, ch); err != nil {
+					ps.Close()
+					cancel(err)
+					return
+				}
+			}
+			once()
+			cancel(s.receive(ctx, ps, h, false))
+		})
+	}
+	ready.Wait()
+	if resync && context.Cause(ctx) == nil {
+		h.Resync()
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return errors.New("locks: feed connection closed")
 }

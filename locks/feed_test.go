@@ -2,6 +2,7 @@ package locks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -102,6 +103,19 @@ func testFeed(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) 
 			t.Fatalf("malformed event %+v", e)
 		}
 	}
+	// The scripts build each frame from the stored bytes; it must read exactly as the
+	// Go encoding of the same event, the shape sockets are promised.
+	rec.mu.Lock()
+	for _, c := range rec.changes {
+		want, err := json.Marshal(c.Event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(c.Frame) != string(want) {
+			t.Errorf("frame from Redis\n %s\nGo encodes it\n %s", c.Frame, want)
+		}
+	}
+	rec.mu.Unlock()
 	if other := rec.of("other-"+tenant, "r-1"); len(other) != 0 {
 		t.Fatalf("events leaked to another tenant: %+v", other)
 	}

@@ -32,6 +32,10 @@ func FuzzValidate(f *testing.F) {
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer c.Close()
 	s, _ := newStore(f, c, Config{})
+	// A store as on a cluster, for its channel names: each must be in its tenant's slot.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{mr.Addr()}})
+	defer cc.Close()
+	cs, _ := newStore(f, cc, Config{})
 	f.Fuzz(func(t *testing.T, tenant, typ, uid string) {
 		ref := Ref{tenant, typ, uid}
 		if err := ref.Validate(); err != nil {
@@ -45,9 +49,12 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		want := redistest.Slot("{" + tenant + "}")
-		for _, key := range []string{LockKey(ref), IndexKey(tenant, typ), ValuesKey(tenant, typ), ConnsKey(ref)} {
-			if got := redistest.Slot(key); got != want {
+		for _, key := range []string{LockKey(ref), IndexKey(tenant, typ), ValuesKey(tenant, typ), ConnsKey(ref), s.channel(tenant), cs.channel(tenant)} {
+			if got := redistest.Slot(key); got != want && key != s.channel(tenant) {
 				t.Fatalf("key %q is in slot %d, its tenant's is %d", key, got, want)
+			}
+			if got := keySlot(key); got != redistest.Slot(key) {
+				t.Fatalf("keySlot(%q) = %d, the harness says %d", key, got, redistest.Slot(key))
 			}
 		}
 		back, err := refFromLockKey(LockKey(ref))

@@ -5,10 +5,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The store's scripts. Each file's header documents its KEYS and ARGV.
+// The store's scripts. Each file's header documents its KEYS and ARGV; prelude.lua,
+// prepended to each, holds what they share (publishing the change event).
 // redis.Script.Run sends EVALSHA and falls back to EVAL when the server lacks the
 // script (a restarted Redis, a new cluster node).
 var (
+	//go:embed scripts/prelude.lua
+	preludeSrc string
 	//go:embed scripts/claim.lua
 	claimSrc string
 	//go:embed scripts/renew.lua
@@ -30,11 +33,11 @@ type scripts struct {
 
 func newScripts() scripts {
 	return scripts{
-		claim:    redis.NewScript(claimSrc),
-		renew:    redis.NewScript(renewSrc),
-		release:  redis.NewScript(releaseSrc),
-		takeover: redis.NewScript(takeoverSrc),
-		sweep:    redis.NewScript(sweepSrc),
-		detach:   redis.NewScript(detachSrc),
+		claim:    redis.NewScript(preludeSrc + claimSrc),
+		renew:    redis.NewScript(preludeSrc + renewSrc),
+		release:  redis.NewScript(preludeSrc + releaseSrc),
+		takeover: redis.NewScript(preludeSrc + takeoverSrc),
+		sweep:    redis.NewScript(preludeSrc + sweepSrc),
+		detach:   redis.NewScript(preludeSrc + detachSrc),
 	}
 }

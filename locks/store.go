@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +72,7 @@ type Store struct {
 	met      *metrics
 	now      func() time.Time
 	sc       scripts
+	tags     []string // on a cluster: a hash tag for every slot, naming its channel
 }
 
 // NewStore returns a Store, or an error when cfg is invalid.
@@ -96,7 +96,9 @@ func NewStore(cfg Config) (*Store, error) {
 	if s.lease < time.Millisecond {
 		return nil, fmt.Errorf("locks: lease %s is shorter than a millisecond", s.lease)
 	}
-	s.cluster, _ = cfg.Client.(*redis.ClusterClient)
+	if s.cluster, _ = cfg.Client.(*redis.ClusterClient); s.cluster != nil {
+		s.tags = slotTags()
+	}
 	if s.reg == nil {
 		s.reg, _ = NewRegistry() // the default list is valid
 	}
@@ -202,14 +204,13 @@ func (s *Store) Claim(ctx context.Context, ref Ref, h protocol.Holder, conn stri
 			now := s.now()
 			l := s.newLock(ref, h, now, now)
 			val := encodeLock(l)
-			st, stored, rev, err := s.run(ctx, s.sc.claim, k, h.OID, val, s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
+			st, stored, err := s.run(ctx, s.sc.claim, k, ref.Tenant, now, h.OID, val, s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
 			if err != nil {
 				return "", err
 			}
 			switch st {
 			case 1:
 				res.Lock = &l
-				s.publish(ctx, ref.Tenant, rev, protocol.OpAcquired, l, nil, now)
 				return protocol.OutcomeAcquired, nil
 			case 0:
 				cur, err := decodeLock(stored)
@@ -272,19 +273,18 @@ func (s *Store) Renew(ctx context.Context, ref Ref, h protocol.Holder, conn stri
 	return res, nil
 }
 
-// extend renews h's lock by compare-and-set on the stored bytes, keeping acquiredAtUtc,
-// and publishes Renewed. It answers renewed or lost.
+// extend renews h's lock by compare-and-set on the stored bytes, keeping acquiredAtUtc
+// (the script publishes Renewed). It answers renewed or lost.
 func (s *Store) extend(ctx context.Context, ref Ref, k keys, h protocol.Holder, conn, stored string, cur protocol.Lock) (protocol.Outcome, *protocol.Lock, error) {
 	for range casAttempts {
 		now := s.now()
 		l := s.newLock(ref, h, cur.AcquiredAt.Time, now)
-		st, got, rev, err := s.run(ctx, s.sc.renew, k, h.OID, stored, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
+		st, got, err := s.run(ctx, s.sc.renew, k, ref.Tenant, now, h.OID, stored, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
 		if err != nil {
 			return "", nil, err
 		}
 		switch st {
 		case 1:
-			s.publish(ctx, ref.Tenant, rev, protocol.OpRenewed, l, nil, now)
 			return protocol.OutcomeRenewed, &l, nil
 		case 0:
 			if got == "" {
@@ -317,7 +317,7 @@ func (s *Store) Release(ctx context.Context, ref Ref, h protocol.Holder) (Result
 	}
 	var res Result
 	res.Outcome = s.op(ctx, "release", func(ctx context.Context) (protocol.Outcome, error) {
-		st, stored, rev, err := s.run(ctx, s.sc.release, s.keys(ref), h.OID)
+		st, stored, err := s.run(ctx, s.sc.release, s.keys(ref), ref.Tenant, s.now(), h.OID)
 		if err != nil {
 			return "", err
 		}
@@ -330,7 +330,6 @@ func (s *Store) Release(ctx context.Context, ref Ref, h protocol.Holder) (Result
 		}
 		switch st {
 		case 1:
-			s.publish(ctx, ref.Tenant, rev, protocol.OpReleased, *res.Lock, nil, s.now())
 			return protocol.OutcomeReleased, nil
 		case 0:
 			return protocol.OutcomeNotHeld, nil
@@ -357,7 +356,7 @@ func (s *Store) Detach(ctx context.Context, ref Ref, h protocol.Holder, conn str
 	}
 	var res Result
 	res.Outcome = s.op(ctx, "detach", func(ctx context.Context) (protocol.Outcome, error) {
-		st, stored, rev, err := s.run(ctx, s.sc.detach, s.keys(ref), h.OID, conn, rel)
+		st, stored, err := s.run(ctx, s.sc.detach, s.keys(ref), ref.Tenant, s.now(), h.OID, conn, rel)
 		if err != nil {
 			return "", err
 		}
@@ -369,7 +368,6 @@ func (s *Store) Detach(ctx context.Context, ref Ref, h protocol.Holder, conn str
 			return "", err
 		}
 		res.Lock = &l
-		s.publish(ctx, ref.Tenant, rev, protocol.OpReleased, l, nil, s.now())
 		return protocol.OutcomeReleased, nil
 	})
 	return res, nil
@@ -395,7 +393,7 @@ func (s *Store) Takeover(ctx context.Context, ref Ref, h protocol.Holder, conn s
 		k := s.keys(ref)
 		now := s.now()
 		l := s.newLock(ref, h, now, now)
-		st, stored, rev, err := s.run(ctx, s.sc.takeover, k, h.OID, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
+		st, stored, err := s.run(ctx, s.sc.takeover, k, ref.Tenant, now, h.OID, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
 		if err != nil {
 			return "", err
 		}
@@ -407,11 +405,9 @@ func (s *Store) Takeover(ctx context.Context, ref Ref, h protocol.Holder, conn s
 			}
 			ph := prev.Holder()
 			res.Lock, res.PreviousHolder = &l, &ph
-			s.publish(ctx, ref.Tenant, rev, protocol.OpTakenOver, l, &ph, now)
 			return protocol.OutcomeTakenOver, nil
 		case 3:
 			res.Lock = &l
-			s.publish(ctx, ref.Tenant, rev, protocol.OpAcquired, l, nil, now)
 			return protocol.OutcomeAcquired, nil
 		case 2:
 			cur, err := decodeLock(stored)
@@ -464,29 +460,25 @@ func (s *Store) Get(ctx context.Context, ref Ref) (*protocol.Lock, error) {
 	return l, nil
 }
 
-// List returns the live locks of one type in a tenant: prune what ran out (publishing
-// Expired for it), range the live members of the index, then one MGET. A key that
-// expires between the range and the MGET is simply absent. On fail open it returns
-// no locks.
+// List returns the live locks of one type in a tenant: prune what ran out
+// (announcing it as Expired), range the live members of the index, and read them with
+// one MGET, all in one script, one round trip. A key that expires between the range
+// and the MGET is simply absent. On fail open it returns no locks.
 func (s *Store) List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error) {
 	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
 		return nil, err
 	}
 	var out []protocol.Lock
 	s.op(ctx, "list", func(ctx context.Context) (protocol.Outcome, error) {
-		live, err := s.sweep(ctx, tenant, entityType)
-		if err != nil {
-			return "", err
-		}
-		out, err = s.mget(ctx, live)
+		var err error
+		out, err = s.sweep(ctx, tenant, entityType, nil)
 		return "listed", err
 	})
 	return out, nil
 }
 
 // Mine returns the live locks of holder oid in tenant, walking the per-type indexes of
-// the lockable types (never KEYS or SCAN): one sweep per type, then one MGET for all,
-// which a cluster accepts because every key carries the tenant's hash tag.
+// the lockable types (never KEYS or SCAN).
 func (s *Store) Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error) {
 	if !ValidTenant(tenant) {
 		return nil, &InvalidEntityError{Field: "tenant", Value: tenant}
@@ -496,89 +488,56 @@ func (s *Store) Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, 
 	}
 	var out []protocol.Lock
 	s.op(ctx, "mine", func(ctx context.Context) (protocol.Outcome, error) {
-		var live []string
 		for _, t := range s.reg.Types() {
-			keys, err := s.sweep(ctx, tenant, t)
+			locks, err := s.sweep(ctx, tenant, t, func(l *protocol.Lock) bool { return l.HolderOID == oid })
 			if err != nil {
 				return "", err
 			}
-			live = append(live, keys...)
+			out = append(out, locks...)
 		}
-		all, err := s.mget(ctx, live)
-		for _, l := range all {
-			if l.HolderOID == oid {
-				out = append(out, l)
-			}
-		}
-		return "listed", err
+		return "listed", nil
 	})
 	return out, nil
 }
 
-// Sweep prunes the index of one type of a tenant, publishing Expired for each lease
-// that ran out. Pruning is atomic in Redis, so when many instances sweep the same
-// index each expiry is announced once.
+// Sweep prunes the index of one type of a tenant, announcing each lease that ran out
+// as Expired. Pruning is atomic in Redis, so when many instances sweep the same index
+// each expiry is announced once.
 func (s *Store) Sweep(ctx context.Context, tenant, entityType string) error {
 	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
 		return err
 	}
 	s.op(ctx, "sweep", func(ctx context.Context) (protocol.Outcome, error) {
-		_, err := s.sweep(ctx, tenant, entityType)
+		_, err := s.sweep(ctx, tenant, entityType, nil)
 		return "swept", err
 	})
 	return nil
 }
 
-// sweep runs sweep.lua and publishes Expired for what it pruned; it returns the live
-// lock keys.
-func (s *Store) sweep(ctx context.Context, tenant, entityType string) ([]string, error) {
+// sweep runs sweep.lua, which announces what it pruned as Expired and reads the live
+// locks; it returns those that keep passes (all with a nil keep). Values that are not
+// locks are skipped and logged: one bad record must not hide the others.
+func (s *Store) sweep(ctx context.Context, tenant, entityType string, keep func(*protocol.Lock) bool) ([]protocol.Lock, error) {
 	now := s.now()
-	reply, err := s.sc.sweep.Run(ctx, s.rdb, []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType)},
-		now.UnixMilli(), sweepBatch).Slice()
+	args := append(s.pubArgs(tenant, now), now.UnixMilli(), sweepBatch)
+	reply, err := s.sc.sweep.Run(ctx, s.rdb, []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType)}, args...).Slice()
 	if err != nil {
 		return nil, err
 	}
-	if len(reply) != 3 {
+	if len(reply) != 2 {
 		return nil, &corruptError{"sweep script answered an unexpected shape"}
 	}
-	rev, _ := reply[0].(string)
-	expired, _ := reply[1].([]any)
-	live, _ := reply[2].([]any)
-	for i := 0; i+1 < len(expired); i += 2 {
-		key, _ := expired[i].(string)
-		val, _ := expired[i+1].(string)
-		l, err := decodeLock(val)
-		if err != nil {
-			// A lock written by another program keeps no value copy: say what the key says.
-			ref, kerr := refFromLockKey(key)
-			if kerr != nil {
-				continue
-			}
-			l = protocol.Lock{EntityType: ref.Type, EntityUID: ref.UID}
-		}
-		s.publish(ctx, tenant, rev, protocol.OpExpired, l, nil, now)
-	}
-	keys := make([]string, 0, len(live))
-	for _, k := range live {
-		if ks, ok := k.(string); ok {
-			keys = append(keys, ks)
+	unannounced, _ := reply[0].([]any)
+	values, _ := reply[1].([]any)
+	for _, k := range unannounced {
+		// A lock written by another program keeps no value copy: say what the key says.
+		key, _ := k.(string)
+		if ref, err := refFromLockKey(key); err == nil {
+			s.publish(ctx, tenant, protocol.OpExpired, protocol.Lock{EntityType: ref.Type, EntityUID: ref.UID}, now)
 		}
 	}
-	return keys, nil
-}
-
-// mget reads many lock keys of one tenant in one MGET. Missing keys are skipped, and
-// so are values that are not locks (logged): one bad record must not hide the others.
-func (s *Store) mget(ctx context.Context, keys []string) ([]protocol.Lock, error) {
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	vals, err := s.rdb.MGet(ctx, keys...).Result()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]protocol.Lock, 0, len(vals))
-	for i, v := range vals {
+	var out []protocol.Lock
+	for _, v := range values {
 		str, ok := v.(string)
 		if !ok {
 			continue // expired between the range and the MGET: absent, which is right
@@ -586,10 +545,12 @@ func (s *Store) mget(ctx context.Context, keys []string) ([]protocol.Lock, error
 		l, err := decodeLock(str)
 		if err != nil {
 			s.log.LogAttrs(ctx, slog.LevelWarn, "skipping a lock value that does not parse",
-				slog.String("key", keys[i]), slog.String("error", err.Error()))
+				slog.String("tenant", tenant), slog.String("type", entityType), slog.String("error", err.Error()))
 			continue
 		}
-		out = append(out, l)
+		if keep == nil || keep(&l) {
+			out = append(out, l)
+		}
 	}
 	return out, nil
 }
@@ -626,22 +587,22 @@ func (s *Store) newLock(ref Ref, h protocol.Holder, acquired, now time.Time) pro
 	}
 }
 
-// run runs a write script and reads its {status, value, rev} reply.
-func (s *Store) run(ctx context.Context, sc *redis.Script, k keys, args ...any) (status int64, value, rev string, err error) {
-	reply, err := sc.Run(ctx, s.rdb, []string{k.lock, k.index, k.values, k.conns}, args...).Slice()
+// run runs a write script, with the arguments for the event it publishes on tenant's
+// channel first, and reads its {status, value} reply.
+func (s *Store) run(ctx context.Context, sc *redis.Script, k keys, tenant string, now time.Time, args ...any) (status int64, value string, err error) {
+	reply, err := sc.Run(ctx, s.rdb, []string{k.lock, k.index, k.values, k.conns}, append(s.pubArgs(tenant, now), args...)...).Slice()
 	if err != nil {
-		return 0, "", "", err
+		return 0, "", err
 	}
-	if len(reply) != 3 {
-		return 0, "", "", &corruptError{fmt.Sprintf("script answered %d values, want 3", len(reply))}
+	if len(reply) != 2 {
+		return 0, "", &corruptError{fmt.Sprintf("script answered %d values, want 2", len(reply))}
 	}
 	status, ok := reply[0].(int64)
 	if !ok {
-		return 0, "", "", &corruptError{"script answered a non-integer status"}
+		return 0, "", &corruptError{"script answered a non-integer status"}
 	}
 	value, _ = reply[1].(string) // nil when there is no lock
-	rev, _ = reply[2].(string)
-	return status, value, rev, nil
+	return status, value, nil
 }
 
 // encodeLock builds the stored value. Go builds every value: field order and the
@@ -664,10 +625,4 @@ func decodeLock(v string) (protocol.Lock, error) {
 		return l, &corruptError{"stored value lacks entityUid or holderOid"}
 	}
 	return l, nil
-}
-
-// revMicros parses a script's rev.
-func revMicros(rev string) int64 {
-	n, _ := strconv.ParseInt(rev, 10, 64) // a bad rev orders first; events still flow
-	return n
 }

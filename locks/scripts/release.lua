@@ -4,23 +4,17 @@
 -- KEYS[2]  index key    lockidx:{tenant}:type
 -- KEYS[3]  values key   lockval:{tenant}:type
 -- KEYS[4]  sockets key  lockconn:{tenant}:type:uid
--- ARGV[1]  holder oid of the caller
+-- ARGV[1..4]  the event to publish: see prelude.lua
+-- ARGV[5]  holder oid of the caller
 --
--- Returns {status, value, rev}:
---   status 1  released; value = the value that was stored
---   status 0  not held: gone (value nil) or someone else's (value = the stored value)
---   rev       the server's TIME in microseconds, a string
-local t = redis.call('TIME')
-local rev = t[1] .. string.format('%06d', tonumber(t[2]))
-
+-- Returns {status, value}:
+--   1  released, published Released; value = the value that was stored
+--   0  not held: gone (value nil) or someone else's (value = the stored value)
 local v = redis.call('GET', KEYS[1])
-if not v then return {0, false, rev} end
-local ok, d = pcall(cjson.decode, v)
-if not (ok and type(d) == 'table' and d['holderOid'] == ARGV[1]) then
-  return {0, v, rev}
-end
-redis.call('DEL', KEYS[1])
+if not v then return {0, false} end
+if not holds(v, ARGV[5]) then return {0, v} end
+redis.call('DEL', KEYS[1], KEYS[4])
 redis.call('ZREM', KEYS[2], KEYS[1])
 redis.call('HDEL', KEYS[3], KEYS[1])
-redis.call('DEL', KEYS[4])
-return {1, v, rev}
+publish('Released', v)
+return {1, v}
