@@ -136,6 +136,7 @@ func TestClusterFailover(t *testing.T) {
 	ctx := ctxT(t)
 	tenant := "acme"
 	slot := redistest.Slot(IndexKey(tenant, "ApprovalRequest"))
+	rec := runFeed(t, s, s, tenant)
 	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "before"}, ada, ""))
 
 	killed := time.Now()
@@ -154,6 +155,18 @@ func TestClusterFailover(t *testing.T) {
 		return r.Outcome == protocol.OutcomeAcquired
 	})
 	t.Logf("claims succeed again %s after the master was killed", time.Since(killed).Round(10*time.Millisecond))
+
+	// The feed rebuilt its subscriptions on the new master, said so, and delivers again.
+	eventually(t, 15*time.Second, "the feed resyncs after the failover", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.resyncs > 0
+	})
+	ref := Ref{tenant, "ApprovalRequest", "after-feed"}
+	eventually(t, 10*time.Second, "events flow after the failover", func() bool {
+		s.Claim(ctx, ref, ada, "")
+		return len(rec.of(tenant, ref.UID)) > 0
+	})
 }
 
 func TestClassify(t *testing.T) {

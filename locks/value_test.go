@@ -84,3 +84,27 @@ func TestForeignValue(t *testing.T) {
 		t.Fatalf("List = %d locks, want 3", len(got))
 	}
 }
+
+// TestForeignExpiry: a lock another program wrote keeps no value copy here, yet when
+// its lease runs out it is still announced, from its key.
+func TestForeignExpiry(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	s, _ := newStore(t, c, Config{})
+	rec := runFeed(t, s, s, "dotnet")
+	ctx := ctxT(t)
+	ref := Ref{"dotnet", "ApprovalRequest", "r-9"}
+	c.Set(ctx, LockKey(ref), `{"entityType":"ApprovalRequest","entityUid":"r-9","holderOid":"u-x","holderName":"X","acquiredAtUtc":"2026-12-02T09:15:00Z","expiresAtUtc":"2026-12-02T09:20:00Z"}`, time.Second)
+	c.ZAdd(ctx, IndexKey(ref.Tenant, ref.Type), redis.Z{Score: float64(time.Now().Add(time.Second).UnixMilli()), Member: LockKey(ref)})
+	// Redis's clock and the store's both move past the lease.
+	mr.FastForward(2 * time.Second)
+	s.now = func() time.Time { return time.Now().Add(2 * time.Second) }
+	if err := s.Sweep(ctx, ref.Tenant, ref.Type); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "Expired from the key alone", func() bool {
+		evs := rec.of("dotnet", "r-9")
+		return len(evs) == 1 && evs[0].Op == protocol.OpExpired && evs[0].Lock.EntityType == "ApprovalRequest"
+	})
+}
