@@ -233,36 +233,24 @@ func (s *Store) runClusterFeed(ctx context.Context, h FeedHandler) {
 func (s *Store) clusterFeedOnce(ctx context.Context, h FeedHandler, resync bool) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	slots, err := s.cluster.ClusterSlots(ctx).Result()
-	if err != nil {
-		return err
-	}
+	// Group the slots' channels by the master that serves them now; a slot that moves
+	// meanwhile answers MOVED to its SSUBSCRIBE, and everything is rebuilt.
+	nodes := map[string]*redis.Client{}
 	byMaster := map[string][]string{}
-	for _, r := range slots {
-		if len(r.Nodes) == 0 {
-			continue
+	for slot := range slotCount {
+		ch := channelPrefix + s.tags[slot] + "}"
+		node, err := s.cluster.MasterForKey(ctx, ch)
+		if err != nil {
+			return err
 		}
-		addr := r.Nodes[0].Addr
-		for slot := r.Start; slot <= r.End; slot++ {
-			byMaster[addr] = append(byMaster[addr], channelPrefix+s.tags[slot]+"}")
-		}
-	}
-	if len(byMaster) == 0 {
-		return errors.New("locks: the cluster serves no slots")
+		addr := node.Options().Addr
+		nodes[addr] = node
+		byMaster[addr] = append(byMaster[addr], ch)
 	}
 	var wg sync.WaitGroup
 	var ready sync.WaitGroup
 	for addr, chans := range byMaster {
-		node, err := s.cluster.MasterForKey(ctx, chans[0])
-		if err != nil {
-			cancel(err)
-			break
-		}
-		if node.Options().Addr != addr {
-			cancel(fmt.Errorf("locks: slot map changed while subscribing (%s)", addr))
-			break
-		}
-		ps := node.SSubscribe(ctx)
+		ps := nodes[addr].SSubscribe(ctx)
 		ready.Add(1)
 		wg.Go(func() {
 			once := sync.OnceFunc(ready.Done)
