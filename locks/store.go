@@ -438,11 +438,26 @@ func (s *Store) takeoverFree(ctx context.Context, ref Ref, h protocol.Holder, co
 
 // Get returns the live lock on ref, or nil when it is free or the store fails open.
 func (s *Store) Get(ctx context.Context, ref Ref) (*protocol.Lock, error) {
+	l, err := s.Lookup(ctx, ref)
+	if errors.Is(err, ErrUnavailable) {
+		return nil, nil
+	}
+	return l, err
+}
+
+// ErrUnavailable is returned by Lookup when Redis did not answer. The store has
+// logged and counted it already; the caller fails open.
+var ErrUnavailable = errors.New("locks: store unavailable")
+
+// Lookup is Get for a caller that must tell a free entity from a store that did not
+// answer, such as the enforcement middleware, which counts its own fail-open: it
+// returns ErrUnavailable where Get returns nil.
+func (s *Store) Lookup(ctx context.Context, ref Ref) (*protocol.Lock, error) {
 	if err := s.check(ref, nil); err != nil {
 		return nil, err
 	}
 	var l *protocol.Lock
-	s.op(ctx, "get", func(ctx context.Context) (protocol.Outcome, error) {
+	out := s.op(ctx, "get", func(ctx context.Context) (protocol.Outcome, error) {
 		v, err := s.rdb.Get(ctx, LockKey(ref)).Result()
 		if errors.Is(err, redis.Nil) {
 			return "free", nil
@@ -457,6 +472,9 @@ func (s *Store) Get(ctx context.Context, ref Ref) (*protocol.Lock, error) {
 		l = &got
 		return "held", nil
 	})
+	if out == protocol.OutcomeUnknown {
+		return nil, ErrUnavailable
+	}
 	return l, nil
 }
 
