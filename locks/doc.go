@@ -18,10 +18,11 @@
 // answer protocol.OutcomeUnknown, reads answer no locks, and each failure is logged at
 // WARN and counted by Reason. Each operation is bounded by Config.Timeout.
 //
-// Every successful write publishes its change on Redis pub/sub (sharded on a cluster);
-// RunFeed receives the changes of every instance, in order per entity. A Sweeper finds
-// leases that ran out and has each announced as Expired exactly once across instances.
+// Every write script publishes its change on Redis pub/sub (sharded on a cluster) in the
+// same atomic step; RunFeed receives the changes of every instance, in order per
+// entity. Sweep (and List) prune leases that ran out and announce each as Expired,
+// exactly once across instances.
 //
-// Concurrency: a Store is safe for concurrent use. RunFeed and Sweeper.Run block until
-// their ctx is done and join every goroutine they start.
+// Concurrency: a Store is safe for concurrent use. RunFeed blocks until its ctx is
+// done and joins every goroutine it starts.
 package locks

@@ -133,9 +133,19 @@ func testExpiredOnce(t *testing.T, be backend) {
 	sweepCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, s := range []*Store{a, b} {
-		w := NewSweeper(s, 20*time.Millisecond)
-		w.Track(tenant, "ApprovalRequest")
-		wg.Go(func() { w.Run(sweepCtx) })
+		// Each instance sweeps as the hub does for the types it watches.
+		wg.Go(func() {
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-sweepCtx.Done():
+					return
+				case <-tick.C:
+					s.Sweep(sweepCtx, tenant, "ApprovalRequest")
+				}
+			}
+		})
 	}
 	const n = 5
 	for i := range n {
@@ -210,4 +220,13 @@ func testDetach(t *testing.T, newClient func(t *testing.T) redis.UniversalClient
 	expect(t, protocol.OutcomeTakenOver)(s.Takeover(ctx, ref, margot, "margot-tab", true))
 	expect(t, protocol.OutcomeNotHeld)(s.Detach(ctx, ref, ada, "ada-tab", true))
 	expect(t, protocol.OutcomeReleased)(s.Detach(ctx, ref, margot, "margot-tab", true))
+
+	// A stale socket has no say over a lock claimed afresh since, here over HTTP.
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "stale"))
+	expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada))
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, ""))
+	expect(t, protocol.OutcomeNotHeld)(s.Detach(ctx, ref, ada, "stale", true))
+	if must1(s.Get(ctx, ref)) == nil {
+		t.Fatal("a stale socket's detach released a lock claimed afresh")
+	}
 }

@@ -18,8 +18,11 @@
 --
 -- Returns {status, value}:
 --   1  released, published Released; value = the value that was stored
---   0  kept: another socket uses it, it is gone, or it is someone else's
-redis.call('SREM', KEYS[4], ARGV[6])
+--   0  kept: the socket was not in the set, another socket uses it, it is gone, or
+--      it is someone else's
+-- A socket that is not in the set has no say: the lock was claimed afresh since
+-- (a new lease clears the set), or taken over, or claimed over HTTP.
+if redis.call('SREM', KEYS[4], ARGV[6]) == 0 then return {0, false} end
 if ARGV[7] ~= '1' or redis.call('SCARD', KEYS[4]) > 0 then return {0, false} end
 
 local v = redis.call('GET', KEYS[1])
