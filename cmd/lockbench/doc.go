@@ -1,0 +1,31 @@
+// Command lockbench is lockhub's load tool (ISSUE 3, "Load tool and benchmarks"). It
+// opens N watching sockets and M claiming sockets against a hub on this machine, and
+// reports:
+//
+//   - claim latency over the socket (p50/p99/max);
+//   - claim-to-event latency: from a claim sent to its Acquired event at each watcher;
+//   - events lost: Acquired and Released events of the run that a watcher never got
+//     (must be 0);
+//   - with -inproc, the hub's memory per idle authenticated socket: heap and stacks of
+//     the hub's process, after a GC, before and after the N watchers connect, divided
+//     by N;
+//   - a claim+release over one socket against the same two calls made directly on a
+//     lock store on the same Redis, interleaved in one run, as a ratio direct/socket.
+//
+// Usage:
+//
+//	lockbench -inproc -redis-url redis://127.0.0.1:7390/0 -watchers 10000
+//	lockbench -url ws://127.0.0.1:8080/ws -watchers 1000 [-redis-url ... for the ratio]
+//
+// With -inproc it starts a hub of its own (on -redis-url, or an in-process miniredis
+// when empty) on a loopback port and runs the clients in a child process of itself, so
+// that the hub's memory is measured without them and each process stays within its
+// file descriptor limit (it raises RLIMIT_NOFILE to the hard limit). Without -inproc it
+// drives a running hub (tokens from its POST /dev/token, development mode).
+//
+// lockbench is bounded: every count is a flag, the whole run is capped by -timeout, and
+// it only talks to loopback addresses.
+//
+// Concurrency: one goroutine per socket reads its events; claimers run one goroutine
+// each; everything is joined before the report.
+package main

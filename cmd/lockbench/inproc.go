@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockhub/lockhub/hub"
+	"github.com/lockhub/lockhub/locks"
+)
+
+var _ hub.Store = (*locks.Store)(nil)
+
+// inprocHub is a hub served by this process on a loopback port.
+type inprocHub struct {
+	store *locks.Store
+	hub   *hub.Hub
+	reg   *prometheus.Registry
+	url   string // ws://127.0.0.1:port/ws
+	token string // http://127.0.0.1:port/dev/token
+	redis string // what the store talks to, for the report
+	stop  func() error
+}
+
+// startInproc starts a store (on redisURL, or an in-process miniredis), a hub and an
+// HTTP server with /ws and /dev/token. stop shuts them down and joins them.
+func startInproc(ctx context.Context, redisURL, typ string) (*inprocHub, error) {
+	var mr *miniredis.Miniredis
+	if redisURL == "" {
+		mr = miniredis.NewMiniRedis()
+		if err := mr.Start(); err != nil {
+			return nil, err
+		}
+		redisURL = "redis://" + mr.Addr() + "/0"
+	}
+	closeRedis := func() {
+		if mr != nil {
+			mr.Close()
+		}
+	}
+	rdb, err := locks.NewClient(redisURL, false)
+	if err != nil {
+		closeRedis()
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	lockable, err := locks.NewRegistry(typ)
+	if err != nil {
+		closeRedis()
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	store, err := locks.NewStore(locks.Config{Client: rdb, Registry: lockable, Logger: log, Registerer: reg})
+	if err != nil {
+		closeRedis()
+		return nil, err
+	}
+	auth, err := hub.NewDevAuth(hub.DevAuthConfig{})
+	if err != nil {
+		closeRedis()
+		return nil, err
+	}
+	h, err := hub.New(hub.Config{
+		Store: store, Verifier: auth, Logger: log, Registerer: reg,
+		// The per-socket rate limit would time the limiter in the socket/direct ratio,
+		// not the cost of the socket; claimers keep under it by themselves (-rate).
+		RateLimit: 1e6, RateBurst: 1e6,
+	})
+	if err != nil {
+		closeRedis()
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /ws", h)
+	mux.HandleFunc("POST /dev/token", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Tenant, OID, Name string
+			Roles             []string
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		tok, err := auth.Issue(req.Tenant, req.OID, req.Name, req.Roles)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"token": tok}) // the client may be gone
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		closeRedis()
+		return nil, err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
+	runDone := make(chan error, 1)
+	serveDone := make(chan error, 1)
+	go func() { runDone <- h.Run(runCtx) }()
+	go func() { serveDone <- srv.Serve(ln) }()
+
+	base := "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ih := &inprocHub{store: store, hub: h, reg: reg, url: "ws://" + base + "/ws", token: "http://" + base + "/dev/token", redis: redisURL}
+	if mr != nil {
+		ih.redis = "in-process miniredis"
+	}
+	ih.stop = func() error {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err := srv.Shutdown(sctx)
+		err = errors.Join(err, h.Shutdown(sctx))
+		cancelRun()
+		err = errors.Join(err, <-runDone)
+		if serr := <-serveDone; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		err = errors.Join(err, rdb.Close())
+		closeRedis()
+		return err
+	}
+	return ih, nil
+}
+
+// memResult is the hub process's memory per idle socket.
+type memResult struct {
+	Sockets       int     `json:"sockets"`
+	HeapPerSocket float64 `json:"heapBytesPerSocket"`
+	StackPerSock  float64 `json:"stackBytesPerSocket"`
+	TotalPerSock  float64 `json:"totalBytesPerSocket"`
+	Goroutines    int     `json:"goroutinesPerSocket"`
+}
+
+type memSample struct {
+	heap, stack uint64
+	goroutines  int
+}
+
+// sampleMemory collects garbage (twice: the second run frees what finalizers of the
+// first released, and shrinks idle stacks) and reads live heap and stack bytes.
+func sampleMemory() memSample {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return memSample{heap: m.HeapAlloc, stack: m.StackInuse, goroutines: runtime.NumGoroutine()}
+}
+
+// runInproc starts a hub, measures the socket/direct ratio against it, then runs the
+// clients in a child process and measures the hub's memory while the child holds its
+// idle watching sockets.
+func (m *Main) runInproc(ctx context.Context) error {
+	o := m.opt
+	ih, err := startInproc(ctx, o.redisURL, o.entityType)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := ih.stop(); err != nil {
+			fmt.Fprintln(m.Stderr, "lockbench: stopping the hub:", err)
+		}
+	}()
+	cl := &client{url: ih.url, tokenURL: ih.token, tenant: o.tenant, typ: o.entityType, http: &http.Client{}}
+	defer cl.http.CloseIdleConnections()
+
+	var ratio *ratioResult
+	if o.pairs > 0 {
+		r, err := measureRatio(ctx, ih.store, cl, o.pairs, 0)
+		if err != nil {
+			return fmt.Errorf("ratio: %w", err)
+		}
+		ratio = &r
+	}
+
+	if o.memProfile != "" {
+		// Every allocation of the sockets' set-up, so the profile reads per socket. It
+		// slows the set-up down; the load phase runs at the default rate again.
+		runtime.MemProfileRate = 1
+	}
+	before := sampleMemory()
+	var mem memResult
+	stopCPU := func() {}
+	defer func() { stopCPU() }()
+	res, err := m.runChildProcess(ctx, ih, func(n int) {
+		after := sampleMemory()
+		sockets := int(gauge(ih.reg, "lockhub_hub_sockets"))
+		mem = memResult{Sockets: sockets}
+		if o.memProfile != "" {
+			writeProfile(m.Stderr, o.memProfile, func(w io.Writer) error { return pprof.WriteHeapProfile(w) })
+			runtime.MemProfileRate = 512 << 10
+		}
+		if o.cpuProfile != "" {
+			stopCPU = startCPUProfile(m.Stderr, o.cpuProfile)
+		}
+		if sockets > 0 {
+			mem.HeapPerSocket = (float64(after.heap) - float64(before.heap)) / float64(sockets)
+			mem.StackPerSock = (float64(after.stack) - float64(before.stack)) / float64(sockets)
+			mem.TotalPerSock = mem.HeapPerSocket + mem.StackPerSock
+			mem.Goroutines = (after.goroutines - before.goroutines) / sockets
+		}
+	})
+	if err != nil {
+		return err
+	}
+	m.report(mode{name: "in-process hub on " + ih.redis, url: ih.url}, ratio, &mem, res, hubCounters(ih.reg))
+	return nil
+}
+
+// runChildProcess runs the clients in a child process of this program and returns its
+// result. measure runs once the child holds its watchers open and idle.
+func (m *Main) runChildProcess(ctx context.Context, ih *inprocHub, measure func(watchers int)) (loadResult, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return loadResult{}, err
+	}
+	o := m.opt
+	remaining := o.timeout
+	if d, ok := ctx.Deadline(); ok {
+		remaining = time.Until(d)
+	}
+	cmd := exec.CommandContext(ctx, exe, "-child",
+		"-url", ih.url, "-token-url", ih.token,
+		"-watchers", strconv.Itoa(o.watchers), "-claimers", strconv.Itoa(o.claimers),
+		"-claims", strconv.Itoa(o.claims), "-rate", strconv.FormatFloat(o.rate, 'f', -1, 64),
+		"-dialers", strconv.Itoa(o.dialers), "-timeout", remaining.String(),
+		"-tenant", o.tenant, "-type", o.entityType, "-pairs", "0", "-floor", strconv.Itoa(o.floor))
+	cmd.Stderr = m.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return loadResult{}, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return loadResult{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return loadResult{}, err
+	}
+	res, rerr := func() (loadResult, error) {
+		defer stdin.Close() // the child stops waiting for GO
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "READY "):
+				n, _ := strconv.Atoi(strings.TrimPrefix(line, "READY "))
+				measure(n)
+				if _, err := io.WriteString(stdin, "GO\n"); err != nil {
+					return loadResult{}, err
+				}
+			case strings.HasPrefix(line, "RESULT "):
+				var res loadResult
+				err := json.Unmarshal([]byte(strings.TrimPrefix(line, "RESULT ")), &res)
+				return res, err
+			}
+		}
+		return loadResult{}, fmt.Errorf("the client process ended without a result: %v", sc.Err())
+	}()
+	_, _ = io.Copy(io.Discard, stdout) // let the child finish writing
+	werr := cmd.Wait()
+	if rerr != nil {
+		return res, errors.Join(rerr, werr)
+	}
+	return res, werr
+}
+
+// runChild is the child process: the clients of a run, driven over stdin and stdout.
+func (m *Main) runChild(ctx context.Context) error {
+	o := m.opt
+	cl := &client{url: o.url, tokenURL: o.tokenURL, tenant: o.tenant, typ: o.entityType, http: &http.Client{}}
+	defer cl.http.CloseIdleConnections()
+	in := bufio.NewScanner(m.Stdin)
+	res, err := cl.load(ctx, o, func(n int) error {
+		fmt.Fprintf(m.Stdout, "READY %d\n", n)
+		if !in.Scan() || in.Text() != "GO" {
+			return errors.New("the parent did not say GO")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(m.Stdout, "RESULT %s\n", b)
+	return err
+}
+
+// runExternal drives a running hub from this process.
+func (m *Main) runExternal(ctx context.Context) error {
+	o := m.opt
+	cl := &client{url: o.url, tokenURL: o.tokenURL, tenant: o.tenant, typ: o.entityType, http: &http.Client{}}
+	defer cl.http.CloseIdleConnections()
+	var ratio *ratioResult
+	if o.redisURL != "" && o.pairs > 0 {
+		rdb, err := locks.NewClient(o.redisURL, false)
+		if err != nil {
+			return err
+		}
+		defer rdb.Close()
+		lockable, err := locks.NewRegistry(o.entityType)
+		if err != nil {
+			return err
+		}
+		store, err := locks.NewStore(locks.Config{Client: rdb, Registry: lockable})
+		if err != nil {
+			return err
+		}
+		// 20 pairs a second: 40 frames, under the hub's 50 a second per socket.
+		r, err := measureRatio(ctx, store, cl, o.pairs, 50*time.Millisecond)
+		if err != nil {
+			return fmt.Errorf("ratio: %w", err)
+		}
+		ratio = &r
+	}
+	res, err := cl.load(ctx, o, func(int) error { return nil })
+	if err != nil {
+		return err
+	}
+	m.report(mode{name: "hub at " + o.url, url: o.url}, ratio, nil, res, nil)
+	return nil
+}
+
+// writeProfile writes a profile to path, saying so or why not on log.
+func writeProfile(log io.Writer, path string, write func(io.Writer) error) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = errors.Join(write(f), f.Close())
+	}
+	if err != nil {
+		fmt.Fprintf(log, "lockbench: profile %s: %v\n", path, err)
+	}
+}
+
+// startCPUProfile starts profiling the CPU into path; the returned func stops it.
+func startCPUProfile(log io.Writer, path string) func() {
+	f, err := os.Create(path)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			_ = f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(log, "lockbench: profile %s: %v\n", path, err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(log, "lockbench: profile %s: %v\n", path, err)
+		}
+	}
+}

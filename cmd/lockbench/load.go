@@ -1,0 +1,380 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// The client side of a run: watchers, claimers, and what they measured.
+
+// loadResult is what the client side reports (in JSON from a child process).
+type loadResult struct {
+	Watchers      int     `json:"watchers"`        // sockets watching
+	DialSeconds   float64 `json:"dialSeconds"`     // to open and watch all of them
+	Claims        int     `json:"claims"`          // claims answered acquired
+	Failed        int     `json:"failed"`          // claims answered otherwise, or errors
+	ClaimLatency  summary `json:"claimLatency"`    // claim sent -> result
+	EventLatency  summary `json:"eventLatency"`    // claim sent -> Acquired at a watcher
+	Expected      int64   `json:"expected"`        // events the watchers should get
+	Received      int64   `json:"received"`        // events they got
+	Lost          int64   `json:"lost"`            // Expected - Received
+	Dropped       uint64  `json:"dropped"`         // events a client queue dropped (in Lost)
+	ClosedEarly   int     `json:"closedEarly"`     // watchers the hub closed during the run
+	LoadSeconds   float64 `json:"loadSeconds"`     // from the first claim to the last event
+	PeakEventRate float64 `json:"eventsPerSecond"` // frames delivered per second, all watchers
+
+	Floor *floorResult `json:"floor,omitempty"` // the machine's fan-out floor, measured first
+}
+
+// client makes sockets and tokens for one hub.
+type client struct {
+	url, tokenURL string
+	tenant, typ   string
+	http          *http.Client
+}
+
+// token gets a development token from the hub's POST /dev/token.
+func (cl *client) token(ctx context.Context, oid string) (string, error) {
+	body, _ := json.Marshal(map[string]any{"tenant": cl.tenant, "oid": oid, "name": "lockbench " + oid, "roles": []string{}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cl.tokenURL, bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := cl.http.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("POST %s: %s: %s", cl.tokenURL, resp.Status, b)
+	}
+	var out struct{ Token string }
+	if err := json.Unmarshal(b, &out); err != nil || out.Token == "" {
+		return "", fmt.Errorf("POST %s: no token in %s", cl.tokenURL, b)
+	}
+	return out.Token, nil
+}
+
+// open dials and authenticates a socket. Buffer is small: ten thousand clients with
+// the default 4096-event queues would hold gigabytes.
+func (cl *client) open(ctx context.Context, token string) (*protocol.Client, error) {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c, err := protocol.Dial(dctx, cl.url, &protocol.DialOptions{Buffer: 64, HTTPClient: cl.http})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Auth(dctx, token); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// run is one load run: uids of its claims start with prefix, so events of anything
+// else on the hub are ignored.
+type run struct {
+	cl     *client
+	prefix string
+	sent   sync.Map // uid -> time.Time the claim was sent
+
+	received atomic.Int64
+	expected atomic.Int64
+}
+
+func newRun(cl *client) *run {
+	return &run{cl: cl, prefix: "lb-" + strings.ToLower(rand.Text()[:6]) + "-"}
+}
+
+// watcher is one watching socket and what its reader goroutine recorded. Watchers are
+// raw sockets read by one goroutine each, parsing only what they count: with ten
+// thousand of them on the same two cores as the hub, a full client per watcher (a
+// reader goroutine, a JSON decode and a channel hop per event) would measure the
+// clients, not the hub.
+type watcher struct {
+	ws     *websocket.Conn
+	lat    []time.Duration // claim-to-Acquired; owned by the reader goroutine until done
+	got    int64           // events of the run received; likewise
+	closed bool            // the hub closed the socket before the end of the run
+	done   chan struct{}
+}
+
+// openWatchers opens n sockets that watch the run's type, dialers at a time, each read
+// by a goroutine of its own until its socket closes.
+func (r *run) openWatchers(ctx context.Context, n, dialers int) ([]*watcher, error) {
+	token, err := r.cl.token(ctx, "u-lockbench-watcher")
+	if err != nil {
+		return nil, err
+	}
+	ws := make([]*watcher, n)
+	sem := make(chan struct{}, dialers)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i := range ws {
+		sem <- struct{}{}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			conn, err := r.cl.watch(ctx, token)
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = fmt.Errorf("watcher %d: %w", i, err)
+				}
+				mu.Unlock()
+				return
+			}
+			w := &watcher{ws: conn, done: make(chan struct{})}
+			ws[i] = w
+			go r.read(w) // joined by closeWatchers, through w.done
+		})
+	}
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err()
+	}
+	if firstErr != nil {
+		closeWatchers(ws)
+		return nil, firstErr
+	}
+	return ws, nil
+}
+
+// watch opens a raw socket, authenticates it and watches the run's type.
+func (cl *client) watch(ctx context.Context, token string) (*websocket.Conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(dctx, cl.url, &websocket.DialOptions{HTTPClient: cl.http, Subprotocols: []string{protocol.Subprotocol}})
+	if err != nil {
+		return nil, err
+	}
+	ws.SetReadLimit(16 << 20) // a snapshot grows with its locks
+	exchange := func(req protocol.Request, want protocol.FrameType) error {
+		b, _ := json.Marshal(req)
+		if err := ws.Write(dctx, websocket.MessageText, b); err != nil {
+			return err
+		}
+		_, data, err := ws.Read(dctx)
+		if err != nil {
+			return err
+		}
+		f, err := protocol.DecodeServerFrame(data)
+		if err != nil {
+			return err
+		}
+		if f.Type != want {
+			return fmt.Errorf("got %s, want a %s frame", data, want)
+		}
+		return nil
+	}
+	if err := exchange(protocol.Request{Type: protocol.FrameAuth, Token: token}, protocol.FrameWelcome); err != nil {
+		_ = ws.CloseNow()
+		return nil, err
+	}
+	if err := exchange(protocol.Request{ID: "w", Type: protocol.FrameWatch, EntityType: cl.typ}, protocol.FrameSnapshot); err != nil {
+		_ = ws.CloseNow()
+		return nil, err
+	}
+	return ws, nil
+}
+
+// read records the run's events of one watcher until its socket closes.
+func (r *run) read(w *watcher) {
+	defer close(w.done)
+	var buf bytes.Buffer
+	prefix := []byte(`"entityUid":"` + r.prefix)
+	for {
+		_, rd, err := w.ws.Reader(context.Background()) // ends when the socket closes
+		if err != nil {
+			w.closed = websocket.CloseStatus(err) != websocket.StatusNormalClosure
+			return
+		}
+		buf.Reset()
+		if _, err := buf.ReadFrom(rd); err != nil {
+			w.closed = true
+			return
+		}
+		b := buf.Bytes()
+		// {"type":"lock","op":"Acquired","lock":{"entityType":..,"entityUid":"lb-..
+		i := bytes.Index(b, prefix)
+		if i < 0 {
+			continue
+		}
+		uidStart := i + len(`"entityUid":"`)
+		uidEnd := bytes.IndexByte(b[uidStart:], '"')
+		if uidEnd < 0 {
+			continue
+		}
+		switch {
+		case bytes.Contains(b, []byte(`"op":"Acquired"`)):
+			if t0, ok := r.sent.Load(string(b[uidStart : uidStart+uidEnd])); ok {
+				w.lat = append(w.lat, time.Since(t0.(time.Time)))
+			}
+		case bytes.Contains(b, []byte(`"op":"Released"`)):
+		default:
+			continue
+		}
+		w.got++
+		r.received.Add(1)
+	}
+}
+
+// closeWatchers closes every socket and joins its reader.
+func closeWatchers(ws []*watcher) {
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		if w == nil {
+			continue
+		}
+		wg.Go(func() {
+			_ = w.ws.Close(websocket.StatusNormalClosure, "")
+			<-w.done
+		})
+	}
+	wg.Wait()
+}
+
+// claim runs the claimers: m sockets, k claims each, rate claims a second in all, each
+// claim of a fresh uid followed by its release. Every watcher should see an Acquired
+// and a Released event per claim.
+func (r *run) claim(ctx context.Context, watchers []*watcher, m, k int, rate float64) (claims, failed int, lat []time.Duration, err error) {
+	clients := make([]*protocol.Client, m)
+	defer func() {
+		for _, c := range clients {
+			if c != nil {
+				_ = c.Close()
+			}
+		}
+	}()
+	for i := range clients {
+		tok, err := r.cl.token(ctx, fmt.Sprintf("u-lockbench-claimer-%d", i))
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		if clients[i], err = r.cl.open(ctx, tok); err != nil {
+			return 0, 0, nil, err
+		}
+	}
+	interval := time.Duration(float64(time.Second) * float64(m) / rate)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() {
+			t := time.NewTicker(interval)
+			defer t.Stop()
+			// Spread the claimers over the interval.
+			phase := time.NewTimer(interval * time.Duration(i) / time.Duration(m))
+			select {
+			case <-ctx.Done():
+				phase.Stop()
+				return
+			case <-phase.C:
+			}
+			var mine []time.Duration
+			ok, bad := 0, 0
+		claims:
+			for j := range k {
+				uid := fmt.Sprintf("%s%d-%d", r.prefix, i, j)
+				t0 := time.Now()
+				r.sent.Store(uid, t0)
+				res, err := c.Claim(ctx, r.cl.typ, uid)
+				d := time.Since(t0)
+				if err != nil || res.Outcome != protocol.OutcomeAcquired {
+					bad++
+				} else {
+					ok++
+					mine = append(mine, d)
+					r.expected.Add(2 * int64(len(watchers)))
+					if _, err := c.Release(ctx, r.cl.typ, uid); err != nil {
+						bad++
+					}
+				}
+				select {
+				case <-ctx.Done():
+					break claims
+				case <-t.C:
+				}
+			}
+			mu.Lock()
+			claims, failed, lat = claims+ok, failed+bad, append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return claims, failed, lat, ctx.Err()
+}
+
+// load runs a whole client side: watchers first, then ready() (the parent measures the
+// hub's memory), then the claims, then it waits for the last events.
+func (cl *client) load(ctx context.Context, o options, ready func(watchers int) error) (loadResult, error) {
+	var floor *floorResult
+	if o.floor > 0 {
+		f, err := measureFloor(ctx, min(o.floor, o.watchers))
+		if err != nil {
+			return loadResult{}, fmt.Errorf("floor: %w", err)
+		}
+		floor = &f
+	}
+	r := newRun(cl)
+	start := time.Now()
+	ws, err := r.openWatchers(ctx, o.watchers, o.dialers)
+	if err != nil {
+		return loadResult{}, err
+	}
+	defer closeWatchers(ws)
+	res := loadResult{Watchers: len(ws), DialSeconds: time.Since(start).Seconds(), Floor: floor}
+	if err := ready(len(ws)); err != nil {
+		return res, err
+	}
+
+	loadStart := time.Now()
+	claims, failed, claimLat, err := r.claim(ctx, ws, o.claimers, o.claims, o.rate)
+	res.Claims, res.Failed, res.ClaimLatency = claims, failed, summarize(claimLat)
+	if err != nil {
+		return res, err
+	}
+	// Wait for the last events, within a bound: what has not come by then is lost.
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	for r.received.Load() < r.expected.Load() && time.Now().Before(deadline) && ctx.Err() == nil {
+		<-tick.C
+	}
+	tick.Stop()
+	res.LoadSeconds = time.Since(loadStart).Seconds()
+	closeWatchers(ws)
+	closed := 0
+	var lat []time.Duration
+	for _, w := range ws {
+		lat = append(lat, w.lat...)
+		if w.closed {
+			closed++
+		}
+	}
+	res.EventLatency = summarize(lat)
+	res.Expected, res.Received = r.expected.Load(), r.received.Load()
+	// A claim answered unknown may still have been written: its events are extra.
+	res.Lost = max(0, res.Expected-res.Received)
+	res.ClosedEarly = closed
+	if res.LoadSeconds > 0 {
+		res.PeakEventRate = float64(res.Received) / res.LoadSeconds
+	}
+	return res, nil
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	m := &Main{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin}
+	if err := m.ParseFlags(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "lockbench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := m.Run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "lockbench:", err)
+		os.Exit(1)
+	}
+}
+
+// Main is the program, testable: ParseFlags, then Run.
+type Main struct {
+	Stdout, Stderr io.Writer
+	Stdin          io.Reader
+	opt            options
+	args           []string // as given, echoed in the report
+}
+
+// options are the flags.
+type options struct {
+	url, tokenURL, redisURL string
+	inproc, child           bool
+	watchers, claimers      int
+	claims                  int
+	rate                    float64
+	pairs                   int
+	dialers                 int
+	floor                   int
+	timeout                 time.Duration
+	tenant, entityType      string
+	cpuProfile, memProfile  string
+}
+
+// Bounds of the flags: the tool never opens more than this.
+const (
+	maxWatchers = 50000
+	maxClaimers = 100
+	maxClaims   = 100000
+	maxTimeout  = 30 * time.Minute
+)
+
+// ParseFlags parses and checks the command line.
+func (m *Main) ParseFlags(args []string) error {
+	m.args = args
+	fs := flag.NewFlagSet("lockbench", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	o := &m.opt
+	fs.StringVar(&o.url, "url", "ws://127.0.0.1:8080/ws", "the hub's WebSocket URL (ignored with -inproc)")
+	fs.StringVar(&o.tokenURL, "token-url", "", "POST /dev/token of the hub; empty: derived from -url")
+	fs.StringVar(&o.redisURL, "redis-url", "", "Redis of the hub: the in-process hub's store with -inproc (empty: in-process miniredis), "+
+		"else a store for the direct side of the ratio (empty: no ratio)")
+	fs.BoolVar(&o.inproc, "inproc", false, "start a hub in this process and run the clients in a child process")
+	fs.BoolVar(&o.child, "child", false, "internal: run the clients only, driven by the parent on stdin/stdout")
+	fs.IntVar(&o.watchers, "watchers", 1000, "watching sockets")
+	fs.IntVar(&o.claimers, "claimers", 4, "claiming sockets")
+	fs.IntVar(&o.claims, "claims", 50, "claims per claimer, each followed by its release")
+	fs.Float64Var(&o.rate, "rate", 10, "claims a second, all claimers together")
+	fs.IntVar(&o.pairs, "pairs", 500, "claim+release pairs for the socket/direct ratio (0: none)")
+	fs.IntVar(&o.dialers, "dialers", 32, "sockets opened concurrently")
+	fs.IntVar(&o.floor, "floor", 5000, "loopback TCP pairs for the machine's fan-out floor, at most -watchers (0: not measured)")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "cap of the whole run")
+	fs.StringVar(&o.tenant, "tenant", "acme", "tenant of every token")
+	fs.StringVar(&o.entityType, "type", "ApprovalRequest", "entity type watched and claimed")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "with -inproc: write the hub process's CPU profile of the load phase here")
+	fs.StringVar(&o.memProfile, "memprofile", "", "with -inproc: write the hub process's heap profile, taken with the idle sockets open, here")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case o.watchers < 1 || o.watchers > maxWatchers:
+		return fmt.Errorf("-watchers must be 1 to %d", maxWatchers)
+	case o.claimers < 1 || o.claimers > maxClaimers:
+		return fmt.Errorf("-claimers must be 1 to %d", maxClaimers)
+	case o.claims < 1 || o.claims > maxClaims:
+		return fmt.Errorf("-claims must be 1 to %d", maxClaims)
+	case o.rate <= 0 || o.rate/float64(o.claimers) > 20:
+		// Two frames (claim, release) per claim: 20 claims a second keeps a socket under
+		// the contract's 50 frames a second.
+		return fmt.Errorf("-rate must be positive and at most 20 per claimer")
+	case o.pairs < 0 || o.pairs > maxClaims:
+		return fmt.Errorf("-pairs must be 0 to %d", maxClaims)
+	case o.dialers < 1 || o.dialers > 1024:
+		return fmt.Errorf("-dialers must be 1 to 1024")
+	case o.floor < 0 || o.floor > maxWatchers:
+		return fmt.Errorf("-floor must be 0 to %d", maxWatchers)
+	case o.timeout <= 0 || o.timeout > maxTimeout:
+		return fmt.Errorf("-timeout must be positive and at most %s", maxTimeout)
+	}
+	if !o.inproc {
+		if err := loopbackURL(o.url, "ws", "wss"); err != nil {
+			return fmt.Errorf("-url: %w", err)
+		}
+		if o.tokenURL == "" {
+			u, _ := url.Parse(o.url)
+			u.Scheme = strings.Replace(u.Scheme, "ws", "http", 1)
+			u.Path = "/dev/token"
+			o.tokenURL = u.String()
+		}
+		if err := loopbackURL(o.tokenURL, "http", "https"); err != nil {
+			return fmt.Errorf("-token-url: %w", err)
+		}
+	}
+	if o.redisURL != "" {
+		if err := loopbackURL(o.redisURL, "redis", "rediss"); err != nil {
+			return fmt.Errorf("-redis-url: %w", err)
+		}
+	}
+	return nil
+}
+
+// loopbackURL refuses a URL that is not of one of schemes or does not name a loopback
+// host: the tool loads a hub on this machine, never anyone else's.
+func loopbackURL(s string, schemes ...string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	ok := false
+	for _, sc := range schemes {
+		ok = ok || u.Scheme == sc
+	}
+	if !ok {
+		return fmt.Errorf("%q: scheme must be one of %v", s, schemes)
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%q is not a loopback address", s)
+}
+
+// Run runs the benchmark the flags describe, within -timeout.
+func (m *Main) Run(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, m.opt.timeout)
+	defer cancel()
+	if n, err := raiseFileLimit(); err != nil {
+		fmt.Fprintf(m.Stderr, "lockbench: raising the file limit: %v\n", err)
+	} else if need := uint64(m.opt.watchers + m.opt.claimers + 64); n < need && !m.opt.inproc {
+		return fmt.Errorf("the file limit is %d, %d sockets need %d", n, m.opt.watchers, need)
+	}
+	switch {
+	case m.opt.child:
+		return m.runChild(ctx)
+	case m.opt.inproc:
+		return m.runInproc(ctx)
+	default:
+		return m.runExternal(ctx)
+	}
+}

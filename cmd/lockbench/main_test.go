@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/lockhub/lockhub/hub"
+	"github.com/lockhub/lockhub/locks"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestParseFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		ok   bool
+	}{
+		{"defaults", nil, true},
+		{"inproc", []string{"-inproc", "-watchers", "10000"}, true},
+		{"ipv6 loopback", []string{"-url", "ws://[::1]:8080/ws"}, true},
+		{"localhost", []string{"-url", "ws://localhost:8080/ws"}, true},
+		{"not loopback", []string{"-url", "ws://10.0.0.1:8080/ws"}, false},
+		{"a name", []string{"-url", "ws://example.com/ws"}, false},
+		{"token url elsewhere", []string{"-token-url", "http://10.0.0.1/dev/token"}, false},
+		{"redis elsewhere", []string{"-redis-url", "redis://10.0.0.1:6379/0"}, false},
+		{"not ws", []string{"-url", "http://127.0.0.1:8080/ws"}, false},
+		{"too many watchers", []string{"-watchers", "50001"}, false},
+		{"no watchers", []string{"-watchers", "0"}, false},
+		{"over the socket rate", []string{"-claimers", "1", "-rate", "21"}, false},
+		{"timeout unbounded", []string{"-timeout", "10h"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			m := &Main{Stderr: &stderr}
+			if err := m.ParseFlags(tc.args); (err == nil) != tc.ok {
+				t.Fatalf("ParseFlags(%q) = %v", tc.args, err)
+			}
+		})
+	}
+	m := &Main{Stderr: &bytes.Buffer{}}
+	if err := m.ParseFlags([]string{"-url", "ws://127.0.0.1:9/ws"}); err != nil || m.opt.tokenURL != "http://127.0.0.1:9/dev/token" {
+		t.Fatalf("token URL = %q, %v", m.opt.tokenURL, err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	s := summarize(d)
+	if s.N != 100 || s.P50 != 51 || s.P99 != 100 || s.Max != 100 || s.Mean != 50.5 {
+		t.Fatalf("summary = %+v", s)
+	}
+	if summarize(nil).N != 0 {
+		t.Fatal("empty summary")
+	}
+}
+
+// TestExternalRun drives a hub served by the test, as lockbench drives a running hub.
+func TestExternalRun(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	store, err := locks.NewStore(locks.Config{Client: rdb, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := hub.NewDevAuth(hub.DevAuthConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := hub.New(hub.Config{Store: store, Verifier: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- h.Run(ctx) }()
+	mux := http.NewServeMux()
+	mux.Handle("GET /ws", h)
+	mux.HandleFunc("POST /dev/token", func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Tenant, OID, Name string }
+		_ = json.NewDecoder(r.Body).Decode(&req) // a bad body fails Issue
+		tok, err := auth.Issue(req.Tenant, req.OID, req.Name, nil)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"token": tok})
+	})
+	srv := httptest.NewServer(mux)
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		if err := h.Shutdown(sctx); err != nil {
+			t.Error(err)
+		}
+		cancel()
+		<-runDone
+		srv.Close()
+	}()
+
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut}
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"
+	args := []string{"-url", url, "-watchers", "20", "-claimers", "2", "-claims", "3", "-rate", "20",
+		"-redis-url", "redis://" + mr.Addr() + "/0", "-pairs", "5", "-floor", "20", "-timeout", "1m"}
+	if err := m.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v\n%s", err, errOut.String())
+	}
+	report := out.String()
+	for _, want := range []string{"20 open and watching", "6 acquired, 0 failed", "240 expected, 240 received, 0 lost",
+		"socket vs direct", "machine floor"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package hub
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/lestrrat-go/jwx/v2/jwt"
+
+	"github.com/lockhub/lockhub/locks"
+)
+
+// DevAuthConfig configures a DevAuth. The zero value works.
+type DevAuthConfig struct {
+	// Claims names the claims tokens carry. Zero fields mean the defaults of ClaimNames.
+	Claims ClaimNames
+	// TTL is how long an issued token is valid. Zero means one hour.
+	TTL time.Duration
+	// Now is the clock, for issuing and checking. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Issuer and audience of development tokens; Verify requires both.
+const (
+	devIssuer   = "lockhub-dev"
+	devAudience = "lockhub"
+)
+
+// DevAuth issues and verifies development tokens (PROTOCOL.md §6, "Development"):
+// EdDSA JWTs signed with a key made at start and never written anywhere, so tokens
+// die with the process. It is a Verifier. Safe for concurrent use.
+type DevAuth struct {
+	names ClaimNames
+	ttl   time.Duration
+	now   func() time.Time
+	priv  jwk.Key
+	pub   jwk.Key
+}
+
+var _ Verifier = (*DevAuth)(nil)
+
+// NewDevAuth makes a fresh signing key and returns a DevAuth using it.
+func NewDevAuth(cfg DevAuthConfig) (*DevAuth, error) {
+	if cfg.TTL < 0 {
+		return nil, errors.New("hub: DevAuthConfig.TTL must not be negative")
+	}
+	_, raw, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("hub: dev signing key: %w", err)
+	}
+	priv, err := jwk.FromRaw(raw)
+	if err != nil {
+		return nil, fmt.Errorf("hub: dev signing key: %w", err)
+	}
+	// The kid is only informative: Verify knows its one key.
+	if err := priv.Set(jwk.KeyIDKey, "dev-"+rand.Text()[:8]); err != nil {
+		return nil, fmt.Errorf("hub: dev signing key: %w", err)
+	}
+	if err := priv.Set(jwk.AlgorithmKey, jwa.EdDSA); err != nil {
+		return nil, fmt.Errorf("hub: dev signing key: %w", err)
+	}
+	pub, err := jwk.PublicKeyOf(priv)
+	if err != nil {
+		return nil, fmt.Errorf("hub: dev signing key: %w", err)
+	}
+	d := &DevAuth{names: cfg.Claims.withDefaults(), ttl: cmpOr(cfg.TTL, time.Hour), now: cfg.Now, priv: priv, pub: pub}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	return d, nil
+}
+
+// Issue returns a token for the given identity, valid for the configured TTL. A tenant
+// or oid that fails the rules of PROTOCOL.md §1 is a *locks.InvalidEntityError.
+func (d *DevAuth) Issue(tenant, oid, name string, roles []string) (string, error) {
+	return d.IssueWithExpiry(tenant, oid, name, roles, d.now().Add(d.ttl))
+}
+
+// IssueWithExpiry is Issue with an explicit expiry, which may be in the past: for tests
+// of expiry. JWT times have one-second precision (RFC 7519 §2, NumericDate), so exp is
+// exp truncated to the second.
+func (d *DevAuth) IssueWithExpiry(tenant, oid, name string, roles []string, exp time.Time) (string, error) {
+	if !locks.ValidTenant(tenant) {
+		return "", &locks.InvalidEntityError{Field: "tenant", Value: tenant}
+	}
+	if !locks.ValidOID(oid) {
+		return "", &locks.InvalidEntityError{Field: "holderOid", Value: oid}
+	}
+	if roles == nil {
+		roles = []string{}
+	}
+	now := d.now()
+	tok, err := jwt.NewBuilder().
+		Issuer(devIssuer).
+		Audience([]string{devAudience}).
+		IssuedAt(earlier(now, exp)).
+		Expiration(exp).
+		Claim(d.names.Tenant, tenant).
+		Claim(d.names.OID, oid).
+		Claim(d.names.Name, name).
+		Claim(d.names.Roles, roles).
+		Build()
+	if err != nil {
+		return "", fmt.Errorf("hub: building a dev token: %w", err)
+	}
+	b, err := jwt.Sign(tok, jwt.WithKey(jwa.EdDSA, d.priv))
+	if err != nil {
+		return "", fmt.Errorf("hub: signing a dev token: %w", err)
+	}
+	return string(b), nil
+}
+
+// Verify checks a token issued by this DevAuth: its signature (EdDSA with this key,
+// whatever alg the token names), issuer, audience and times, with protocol.TokenLeeway
+// of skew.
+func (d *DevAuth) Verify(_ context.Context, token string) (Identity, error) {
+	if token == "" {
+		return Identity{}, unauthorized("empty token")
+	}
+	tok, err := jwt.Parse([]byte(token),
+		jwt.WithKey(jwa.EdDSA, d.pub), // the algorithm is ours, never the token's
+		jwt.WithValidate(true),
+		jwt.WithIssuer(devIssuer),
+		jwt.WithAudience(devAudience),
+		jwt.WithRequiredClaim(jwt.ExpirationKey),
+		jwt.WithAcceptableSkew(maxLeeway),
+		jwt.WithClock(jwt.ClockFunc(d.now)),
+	)
+	if err != nil {
+		return Identity{}, unauthorized("%v", err)
+	}
+	return identityOf(tok, d.names)
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,460 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// The close codes of PROTOCOL.md §4, one by one, plus 403 and 400 at the handshake.
+
+func TestNotAuthenticated(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	for _, tc := range []struct {
+		name string
+		typ  websocket.MessageType
+		data string
+	}{
+		{"claim first", websocket.MessageText, `{"id":"1","type":"claim","entityType":"ApprovalRequest","entityUid":"r-1"}`},
+		{"mine first", websocket.MessageText, `{"id":"1","type":"mine"}`},
+		{"malformed first", websocket.MessageText, `{"type":"auth"`},
+		{"auth without token", websocket.MessageText, `{"type":"auth"}`},
+		{"binary first", websocket.MessageBinary, `{"type":"auth","token":"x"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := th.dialRaw()
+			if err := c.SendRaw(tctx(t), tc.typ, []byte(tc.data)); err != nil {
+				t.Fatal(err)
+			}
+			wantClosed(t, c, protocol.CloseNotAuthenticated)
+		})
+	}
+	if got := th.metric("lockhub_hub_closes_total", "code=4401"); got != 5 {
+		t.Errorf("4401 closes counted = %v, want 5", got)
+	}
+}
+
+// TestBadTokensOverSocket runs the bad-token list of the issue through the socket:
+// each closes with 4401, and nothing else happens.
+func TestBadTokensOverSocket(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	tokens := devBadTokens(t, th.auth, time.Now())
+	for _, tc := range tokens {
+		t.Run(tc.name, func(t *testing.T) {
+			c := th.dialRaw()
+			_, err := c.Auth(tctx(t), tc.token)
+			if websocket.CloseStatus(err) != protocol.CloseNotAuthenticated {
+				t.Fatalf("Auth = %v, want a close with 4401", err)
+			}
+		})
+	}
+	if got := th.metric("lockhub_hub_auth_failures_total"); int(got) != len(tokens) {
+		t.Errorf("auth failures counted = %v, want %d", got, len(tokens))
+	}
+	// The hub still serves.
+	c, _ := th.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeAcquired)(c.Claim(tctx(t), typ, "r-1"))
+}
+
+func TestAuthTimeout(t *testing.T) {
+	th := startMini(t, hubOptions{hub: func(c *Config) { c.AuthTimeout = 100 * time.Millisecond }})
+	start := time.Now()
+	c := th.dialRaw()
+	wantClosed(t, c, protocol.CloseAuthTimeout)
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Fatalf("closed after %s, before the auth timeout", d)
+	}
+	// Authenticated in time: the timer is off.
+	ok, _ := th.dial("acme", "u-ada")
+	other, _ := th.dial("acme", "u-bob") // a barrier past the first socket's timeout
+	eventually(t, "the auth timeout of the sockets to pass", func() bool { return time.Since(start) > 300*time.Millisecond })
+	if _, err := ok.Mine(tctx(t)); err != nil {
+		t.Fatalf("authenticated socket closed: %v", err)
+	}
+	_ = other
+}
+
+func TestFrameTooLarge(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	big := `{"type":"auth","token":"` + strings.Repeat("x", protocol.MaxFrameSize) + `"}`
+	t.Run("before auth", func(t *testing.T) {
+		c := th.dialRaw()
+		_ = c.SendRaw(tctx(t), websocket.MessageText, []byte(big)) // the hub may cut it mid-write
+		wantClosed(t, c, protocol.CloseTooLarge)
+	})
+	t.Run("after auth", func(t *testing.T) {
+		c, _ := th.dial("acme", "u-ada")
+		req := `{"id":"1","type":"claim","entityType":"ApprovalRequest","entityUid":"` + strings.Repeat("r", protocol.MaxFrameSize) + `"}`
+		_ = c.SendRaw(tctx(t), websocket.MessageText, []byte(req))
+		wantClosed(t, c, protocol.CloseTooLarge)
+	})
+	t.Run("exactly 64 KiB is served", func(t *testing.T) {
+		c, _ := th.dial("acme", "u-ada")
+		frame := `{"id":"1","type":"mine","pad":"`
+		frame += strings.Repeat(" ", protocol.MaxFrameSize-len(frame)-2) + `"}`
+		if len(frame) != protocol.MaxFrameSize {
+			t.Fatalf("frame is %d bytes", len(frame))
+		}
+		if err := c.SendRaw(tctx(t), websocket.MessageText, []byte(frame)); err != nil {
+			t.Fatal(err)
+		}
+		f, err := c.NextFrame(tctx(t))
+		if err != nil || f.Result == nil || f.ID != "1" {
+			t.Fatalf("answer = %+v, %v", f, err)
+		}
+	})
+	if len(th.redisKeys()) != 0 {
+		t.Fatalf("keys written: %v", th.redisKeys())
+	}
+}
+
+func TestTokenExpiry(t *testing.T) {
+	th := startMini(t, hubOptions{hub: func(c *Config) { c.TokenLeeway = time.Millisecond }})
+	// JWT times are whole seconds: base is the next second but one.
+	base := time.Now().Truncate(time.Second).Add(2 * time.Second)
+	short, _ := th.auth.IssueWithExpiry("acme", "u-ada", "Ada", nil, base)
+	later, _ := th.auth.IssueWithExpiry("acme", "u-ada", "Ada", nil, base.Add(time.Second))
+
+	refreshed := th.dialRaw()
+	if _, err := refreshed.Auth(tctx(t), short); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, protocol.OutcomeRefreshed)(refreshed.Refresh(tctx(t), th.token("acme", "u-ada")))
+
+	expiring := th.dialRaw()
+	if _, err := expiring.Auth(tctx(t), later); err != nil {
+		t.Fatal(err)
+	}
+	wantClosed(t, expiring, protocol.CloseNotAuthenticated)
+	if time.Now().Before(base.Add(time.Second)) {
+		t.Fatalf("closed before its token expired at %s", base.Add(time.Second))
+	}
+	// The refreshed socket's first token ran out a second before: it is still open.
+	if _, err := refreshed.Mine(tctx(t)); err != nil {
+		t.Fatalf("refreshed socket: %v", err)
+	}
+}
+
+func TestRefresh(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	ctx := tctx(t)
+	t.Run("same identity, new roles", func(t *testing.T) {
+		c, w := th.dial("acme", "u-ada")
+		if w.CanTakeOver {
+			t.Fatal("canTakeOver without the role")
+		}
+		expect(t, protocol.OutcomeForbidden)(c.Takeover(ctx, typ, "r-1"))
+		expect(t, protocol.OutcomeRefreshed)(c.Refresh(ctx, th.token("acme", "u-ada", "Locks.TakeOver")))
+		expect(t, protocol.OutcomeAcquired)(c.Takeover(ctx, typ, "r-1"))
+	})
+	for _, tc := range []struct {
+		name        string
+		tenant, oid string
+	}{
+		{"another oid", "acme", "u-bob"},
+		{"another tenant", "globex", "u-ada"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := th.dial("acme", "u-ada")
+			_, err := c.Refresh(ctx, th.token(tc.tenant, tc.oid))
+			if websocket.CloseStatus(err) != protocol.CloseForbidden {
+				t.Fatalf("Refresh = %v, want a close with 4403", err)
+			}
+		})
+	}
+	t.Run("bad token", func(t *testing.T) {
+		c, _ := th.dial("acme", "u-ada")
+		_, err := c.Refresh(ctx, "garbage")
+		if websocket.CloseStatus(err) != protocol.CloseNotAuthenticated {
+			t.Fatalf("Refresh = %v, want a close with 4401", err)
+		}
+	})
+	t.Run("auth without id", func(t *testing.T) {
+		c, _ := th.dial("acme", "u-ada")
+		if err := c.SendRaw(ctx, websocket.MessageText, []byte(`{"type":"auth","token":"x"}`)); err != nil {
+			t.Fatal(err)
+		}
+		f, err := c.NextFrame(ctx)
+		if err != nil || f.Error == nil || f.Error.Code != protocol.CodeBadRequest {
+			t.Fatalf("answer = %+v, %v", f, err)
+		}
+		if _, err := c.Mine(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestRateLimit(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	c, _ := th.dial("acme", "u-ada")
+	ctx := tctx(t)
+	const n = 160
+	for i := range n {
+		id := "q" + itoa(i)
+		if err := c.SendRaw(ctx, websocket.MessageText, []byte(`{"id":"`+id+`","type":"unwatch","entityType":"Invoice"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	served, limited := 0, 0
+	seen := map[string]bool{}
+	for range n {
+		f, err := c.NextFrame(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[f.ID] = true
+		switch {
+		case f.Result != nil:
+			served++
+		case f.Error != nil && f.Error.Code == protocol.CodeRateLimited:
+			limited++
+		default:
+			t.Fatalf("unexpected answer %s", f.Raw)
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d distinct ids answered, want %d: each request gets its own answer", len(seen), n)
+	}
+	if served < protocol.RateBurst || limited < 10 {
+		t.Fatalf("served %d, rate limited %d of %d", served, limited, n)
+	}
+	if got := th.metric("lockhub_hub_rate_limited_total"); int(got) != limited {
+		t.Errorf("rate limited counted = %v, want %d", got, limited)
+	}
+	// Within the grace the connection stays, and serves again once the bucket refills.
+	eventually(t, "a request served after the burst", func() bool {
+		_, err := c.Mine(ctx)
+		if err != nil && c.Err() != nil {
+			t.Fatalf("after a burst: %v", err)
+		}
+		return err == nil
+	})
+}
+
+func TestRateLimitClose(t *testing.T) {
+	th := startMini(t, hubOptions{hub: func(c *Config) {
+		c.RateLimit, c.RateBurst, c.OverRateGrace = 20, 5, 300*time.Millisecond
+	}})
+	c, _ := th.dial("acme", "u-ada")
+	ctx := tctx(t)
+	start := time.Now()
+	// 500 frames a second, steadily: over the rate, yet slow enough that the answers
+	// never overflow the send queue (which would close with 4429 too, sooner).
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; c.Err() == nil; i++ {
+		if err := c.SendRaw(ctx, websocket.MessageText, []byte(`{"id":"`+itoa(i)+`","type":"unwatch","entityType":"Invoice"}`)); err != nil {
+			break // closed
+		}
+		select {
+		case <-tick.C:
+		case <-c.Done():
+		case <-ctx.Done():
+			t.Fatal("never closed")
+		}
+	}
+	wantClosed(t, c, protocol.CloseTooMany)
+	if th.metric("lockhub_hub_slow_disconnects_total") != 0 {
+		t.Fatal("closed as a slow reader, not for its rate")
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("closed after %s, within the grace", d)
+	}
+}
+
+func TestOrigin(t *testing.T) {
+	th := startMini(t, hubOptions{hub: func(c *Config) {
+		c.AllowedOrigins = []string{"https://tms.example.com", "https://*.example.org", "http://localhost:3000"}
+	}})
+	self := "http://" + strings.TrimPrefix(th.srv.URL, "http://")
+	for _, tc := range []struct {
+		origin string
+		ok     bool
+	}{
+		{"", true},
+		{self, true},
+		{"https://tms.example.com", true},
+		{"HTTPS://TMS.Example.COM", true},
+		{"https://tms.example.com:443", true},
+		{"https://a.example.org", true},
+		{"http://localhost:3000", true},
+		{"https://a.b.example.org", false},
+		{"https://example.org", false},
+		{"https://evil.com", false},
+		{"http://tms.example.com", false},
+		{"https://tms.example.com:8443", false},
+		{"https://tms.example.com.evil.com", false},
+		{"http://localhost:3001", false},
+		{"null", false},
+		{"https://tms.example.com/path", false},
+	} {
+		t.Run(tc.origin, func(t *testing.T) {
+			h := http.Header{}
+			if tc.origin != "" {
+				h.Set("Origin", tc.origin)
+			}
+			c, err := protocol.Dial(tctx(t), th.url, &protocol.DialOptions{HTTPHeader: h})
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				_ = c.Close()
+				return
+			}
+			var he *protocol.HandshakeError
+			if !errors.As(err, &he) || he.StatusCode != http.StatusForbidden {
+				if c != nil {
+					_ = c.Close()
+				}
+				t.Fatalf("Dial = %v, want HTTP 403", err)
+			}
+		})
+	}
+}
+
+func TestParseOrigins(t *testing.T) {
+	got, err := ParseOrigins(" https://tms.example.com , https://*.Example.org,http://localhost:8080,, ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"https://tms.example.com:443", "https://*.example.org:443", "http://localhost:8080"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("ParseOrigins = %q, want %q", got, want)
+	}
+	if got, err := ParseOrigins(""); err != nil || len(got) != 0 {
+		t.Fatalf("ParseOrigins(\"\") = %q, %v", got, err)
+	}
+	for _, bad := range []string{"tms.example.com", "ftp://x.com", "https://", "https://a*.example.com", "https://*",
+		"https://x.com/path", "https://user@x.com", "*", "https://a..b"} {
+		if _, err := ParseOrigins(bad); err == nil {
+			t.Errorf("ParseOrigins(%q) accepted it", bad)
+		}
+	}
+}
+
+func TestHandshakeRefusals(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	t.Run("no subprotocol", func(t *testing.T) {
+		c, resp, err := websocket.Dial(tctx(t), th.url, nil)
+		if err == nil {
+			_ = c.CloseNow()
+			t.Fatal("upgraded without lockhub.v1")
+		}
+		if resp == nil || resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("response = %v, want 400", resp)
+		}
+	})
+	t.Run("not a websocket", func(t *testing.T) {
+		resp, err := http.Get(th.srv.URL + "/ws")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Fatalf("status = %d", resp.StatusCode)
+		}
+	})
+}
+
+func TestShutdown(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	ctx := tctx(t)
+	anon := th.dialRaw()
+	ada, _ := th.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
+	tab2, _ := th.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeRenewed)(tab2.Claim(ctx, typ, "r-1"))
+
+	if err := th.hub.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*protocol.Client{anon, ada, tab2} {
+		wantClosed(t, c, protocol.CloseGoingAway)
+	}
+	// Nothing released, and the sockets are no longer in the lock's set: the clients
+	// reconnect elsewhere and claim again.
+	l, err := th.store.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"})
+	if err != nil || l == nil || l.HolderOID != "u-ada" {
+		t.Fatalf("lock after shutdown = %+v, %v", l, err)
+	}
+	if got := th.metric("lockhub_hub_detaches_total", "why=shutdown", "outcome=notHeld"); got != 2 {
+		t.Errorf("shutdown detaches = %v, want 2", got)
+	}
+	if got := th.mr.Exists(locks.ConnsKey(locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"})); got {
+		members, _ := th.mr.SMembers(locks.ConnsKey(locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"}))
+		if len(members) != 0 {
+			t.Errorf("sockets still attached after shutdown: %v", members)
+		}
+	}
+
+	_, err = protocol.Dial(ctx, th.url, nil)
+	var he *protocol.HandshakeError
+	if !errors.As(err, &he) || he.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("Dial after Shutdown = %v, want HTTP 503", err)
+	}
+	if got := th.metric("lockhub_hub_sockets"); got != 0 {
+		t.Errorf("sockets gauge = %v after shutdown", got)
+	}
+}
+
+// TestShutdownDeadline: a client that never answers the close handshake is cut when
+// Shutdown's ctx runs out.
+func TestShutdownDeadline(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	// A raw socket whose reader we never run: it will not echo the close frame.
+	ws, _, err := websocket.Dial(tctx(t), th.url, &websocket.DialOptions{Subprotocols: []string{protocol.Subprotocol}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	eventually(t, "the socket to be registered", func() bool { return th.metric("lockhub_hub_sockets") == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := th.hub.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown = %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Shutdown took %s past its deadline", d)
+	}
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}
+
+// TestPingAfterIdle: a client's ping long after the last frame is answered: the write
+// deadline of the last frame does not linger on the connection.
+func TestPingAfterIdle(t *testing.T) {
+	th := startMini(t, hubOptions{hub: func(c *Config) { c.WriteTimeout = 50 * time.Millisecond }})
+	ctx := tctx(t)
+	ws, _, err := websocket.Dial(ctx, th.url, &websocket.DialOptions{Subprotocols: []string{protocol.Subprotocol}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if err := ws.Write(ctx, websocket.MessageText, []byte(`{"type":"auth","token":"`+th.token("acme", "u-ada")+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ws.Read(ctx); err != nil { // the welcome: the hub's writer ran
+		t.Fatal(err)
+	}
+	idle := time.Now()
+	eventually(t, "the write timeout to pass", func() bool { return time.Since(idle) > 200*time.Millisecond })
+	readCtx := ws.CloseRead(ctx) // reads the pong
+	if err := ws.Ping(ctx); err != nil {
+		t.Fatalf("ping after idle: %v (%v)", err, readCtx.Err())
+	}
+}

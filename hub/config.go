@@ -1,0 +1,134 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// Store is what the hub uses of the lock store; *locks.Store implements it. Every
+// method may be called concurrently. Lock operations fail open inside the store
+// (OutcomeUnknown, no locks); the only errors are *locks.InvalidEntityError and
+// *locks.NotLockableError.
+type Store interface {
+	Claim(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
+	Renew(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
+	Release(ctx context.Context, ref locks.Ref, h protocol.Holder) (locks.Result, error)
+	Takeover(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, allowed bool) (locks.Result, error)
+	Detach(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, release bool) (locks.Result, error)
+	List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error)
+	Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error)
+	Sweep(ctx context.Context, tenant, entityType string) error
+	RunFeed(ctx context.Context, h locks.FeedHandler) error
+	Registry() *locks.Registry
+	Lease() time.Duration
+}
+
+// Config configures a Hub. Store and Verifier are required; every other zero value
+// works.
+type Config struct {
+	// Store is the lock store. Required.
+	Store Store
+	// Verifier checks the tokens of auth frames. Required.
+	Verifier Verifier
+	// Logger receives connection-level warnings. Nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the hub's metrics. Nil means none are registered.
+	Registerer prometheus.Registerer
+
+	// AllowedOrigins is the Origin allow-list of the handshake (see ParseOrigins). The
+	// hub's own origin and requests without Origin are always allowed. Nil means same
+	// origin only.
+	AllowedOrigins []string
+	// TakeoverRole is the role that may take a lock over. Zero means "Locks.TakeOver".
+	TakeoverRole string
+
+	// ReleaseGrace is how long after a socket closes its locks are released, unless its
+	// holder keeps them from another socket. Zero means 10s.
+	ReleaseGrace time.Duration
+	// RenewEvery is the renewal period the welcome frame advises (renewMs). Zero means
+	// 2m.
+	RenewEvery time.Duration
+	// AuthTimeout is how long a new socket has to authenticate (close 4408). Zero
+	// means protocol.AuthTimeout (10s).
+	AuthTimeout time.Duration
+	// TokenLeeway is how long past its token's exp a socket stays open without a
+	// refresh (close 4401). Zero means protocol.TokenLeeway (5s), also the maximum.
+	TokenLeeway time.Duration
+
+	// SendQueue is how many frames may wait for one socket; a reader too slow to keep
+	// it from overflowing is closed with 4429. Zero means 256.
+	SendQueue int
+	// WriteTimeout bounds the write of one frame; a socket that cannot take a frame in
+	// that time is dropped as too slow. Zero means 10s.
+	WriteTimeout time.Duration
+
+	// RateLimit and RateBurst are the frames a second served per socket and the burst
+	// above that (PROTOCOL.md §4). Zero means protocol.RateLimit (50) and
+	// protocol.RateBurst (100).
+	RateLimit float64
+	RateBurst int
+	// OverRateGrace is how long a socket may stay over the rate after its first
+	// rate_limited answer before it is closed with 4429. Zero means
+	// protocol.RateLimitGrace (10s).
+	OverRateGrace time.Duration
+
+	// SweepInterval is how often the indexes of watched types are swept for leases that
+	// ran out, to announce them as Expired. Zero means DefaultSweepInterval (1s).
+	SweepInterval time.Duration
+}
+
+// Defaults of Config.
+const (
+	DefaultTakeoverRole = "Locks.TakeOver"
+	DefaultReleaseGrace = 10 * time.Second
+	DefaultRenewEvery   = 2 * time.Minute
+	DefaultSendQueue    = 256
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultSweepInterval is how often watched indexes are swept for expired leases.
+	DefaultSweepInterval = time.Second
+)
+
+// withDefaults validates c and fills in every zero field: the one place defaults live.
+func (c Config) withDefaults() (Config, error) {
+	if c.Store == nil || c.Verifier == nil {
+		return c, errors.New("hub: Config.Store and Config.Verifier are required")
+	}
+	for name, d := range map[string]time.Duration{
+		"ReleaseGrace": c.ReleaseGrace, "RenewEvery": c.RenewEvery, "AuthTimeout": c.AuthTimeout,
+		"TokenLeeway": c.TokenLeeway, "WriteTimeout": c.WriteTimeout, "OverRateGrace": c.OverRateGrace,
+		"SweepInterval": c.SweepInterval,
+	} {
+		if d < 0 {
+			return c, fmt.Errorf("hub: Config.%s must not be negative", name)
+		}
+	}
+	if c.SendQueue < 0 || c.RateLimit < 0 || c.RateBurst < 0 {
+		return c, errors.New("hub: Config.SendQueue, RateLimit and RateBurst must not be negative")
+	}
+	if c.TokenLeeway > protocol.TokenLeeway {
+		return c, fmt.Errorf("hub: Config.TokenLeeway %s is over the %s PROTOCOL.md §4 allows", c.TokenLeeway, protocol.TokenLeeway)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.TakeoverRole = cmpOr(c.TakeoverRole, DefaultTakeoverRole)
+	c.ReleaseGrace = cmpOr(c.ReleaseGrace, DefaultReleaseGrace)
+	c.RenewEvery = cmpOr(c.RenewEvery, DefaultRenewEvery)
+	c.AuthTimeout = cmpOr(c.AuthTimeout, protocol.AuthTimeout)
+	c.TokenLeeway = cmpOr(c.TokenLeeway, protocol.TokenLeeway)
+	c.SendQueue = cmpOr(c.SendQueue, DefaultSendQueue)
+	c.WriteTimeout = cmpOr(c.WriteTimeout, DefaultWriteTimeout)
+	c.RateLimit = cmpOr(c.RateLimit, protocol.RateLimit)
+	c.RateBurst = cmpOr(c.RateBurst, protocol.RateBurst)
+	c.OverRateGrace = cmpOr(c.OverRateGrace, protocol.RateLimitGrace)
+	c.SweepInterval = cmpOr(c.SweepInterval, DefaultSweepInterval)
+	return c, nil
+}

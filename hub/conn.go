@@ -1,0 +1,147 @@
+package hub
+
+import (
+	"crypto/rand"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
+
+	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// conn is one socket and its goroutines:
+//
+//   - run, the reader: it reads frames and queues them for the handler, and when the
+//     socket ends it tears down. It is the only goroutine of an idle socket, and runs
+//     nothing but the read path, so its stack stays small.
+//   - the handler: started when a frame is queued and gone when none is left, it
+//     answers the frames one at a time, in order. Token checks, store calls and JSON
+//     run here.
+//   - the writer: started when a frame is queued to be sent and gone when none is
+//     left; the only writer of the socket (see write.go).
+//   - the closer: the close handshake, started by closeWith.
+//
+// run joins the other three before it tears down.
+type conn struct {
+	h       *Hub
+	ws      *websocket.Conn
+	netConn net.Conn // the hijacked connection: write deadlines, and abort
+	id      string   // connection id: the welcome's connectionId, and the store's conn
+
+	// Owned by the handler (one at a time, ordered by mu); read by run's teardown after
+	// the last handler is joined.
+	ident    Identity
+	authed   bool
+	watched  []string               // entity types this socket watches, a handful at most
+	claimed  map[locks.Ref]struct{} // locks claimed through this socket, to detach at close
+	limiter  *rate.Limiter
+	overRate struct{ first, last time.Time } // the current spell over the rate
+	expiry   *time.Timer                     // closes with 4401 when the token runs out
+
+	authTime *time.Timer // closes with 4408 unless auth comes first; set by run before reading
+
+	mu        sync.Mutex
+	inbox     []inFrame                 // guarded by mu; frames read, waiting for the handler
+	handling  bool                      // guarded by mu; a handler goroutine is running
+	room      sync.Cond                 // on mu: the inbox has room again
+	queue     []outFrame                // guarded by mu; frames waiting for the writer
+	writing   bool                      // guarded by mu; a writer goroutine is running
+	pending   map[string]*pendingFrames // guarded by mu; events held while a snapshot is read
+	closeCode websocket.StatusCode      // guarded by mu; nonzero once the hub closes it
+	finished  bool                      // guarded by mu; run is joining: start no goroutine
+	wg        sync.WaitGroup            // handler, writer, closer; Add under mu while !finished
+	shut      atomic.Bool               // closeCode != 0, for the writer's check between frames
+}
+
+// inFrame is one frame read from the client.
+type inFrame struct {
+	typ  websocket.MessageType
+	data []byte
+}
+
+// maxInbox is how many frames the reader may read ahead of the handler; then it stops
+// reading, and TCP pushes back on the client.
+const maxInbox = 4
+
+// outFrame is one encoded server frame and its type, for metrics.
+type outFrame struct {
+	b   []byte
+	typ protocol.FrameType
+}
+
+// watchKey is what a watcher watches: one entity type of one tenant.
+type watchKey struct{ tenant, typ string }
+
+func newConn(h *Hub, ws *websocket.Conn, nc net.Conn) *conn {
+	c := &conn{h: h, ws: ws, netConn: nc, id: "c-" + rand.Text()}
+	c.room.L = &c.mu
+	return c
+}
+
+// run is the connection's reader goroutine: it reads until the socket is closed, then
+// tears down. It is started by ServeHTTP and joined by Shutdown (Hub.connWG).
+func (c *conn) run() {
+	defer c.h.connWG.Done()
+	c.ws.SetReadLimit(protocol.MaxFrameSize) // a larger frame closes with 1009
+	c.authTime = time.AfterFunc(c.h.cfg.AuthTimeout, func() {
+		c.closeWith(protocol.CloseAuthTimeout, reasonAuthTimeout)
+	})
+	c.readLoop()
+	c.teardown()
+}
+
+// teardown runs once the socket is closed: it joins the socket's other goroutines,
+// stops delivery to it, and hands its locks to the release timers, or, on a graceful
+// shutdown, detaches them at once without releasing them.
+func (c *conn) teardown() {
+	c.authTime.Stop()
+	c.mu.Lock()
+	c.finished = true
+	c.queue, c.pending = nil, nil
+	code := c.closeCode
+	c.room.Broadcast()
+	c.mu.Unlock()
+	_ = c.ws.CloseNow() // already closed, or closing: this only makes sure
+	c.wg.Wait()         // the handler sees finished and stops; writer and closer end with the socket
+	if c.expiry != nil {
+		c.expiry.Stop()
+	}
+
+	watched := make([]watchKey, 0, len(c.watched))
+	for _, t := range c.watched {
+		watched = append(watched, watchKey{c.ident.Tenant, t})
+	}
+	c.h.unregister(c, watched)
+
+	if c.authed && len(c.claimed) > 0 {
+		refs := make([]locks.Ref, 0, len(c.claimed))
+		for r := range c.claimed {
+			refs = append(refs, r)
+		}
+		job := detachJob{conn: c.id, holder: c.ident.Holder(), refs: refs}
+		if code == protocol.CloseGoingAway {
+			// Graceful shutdown releases nothing: the client reconnects to another
+			// instance within the grace and claims again (PROTOCOL.md §4).
+			c.h.detach(c.h.ctx, job, false, "shutdown")
+		} else {
+			c.h.rel.schedule(c.h, job)
+		}
+	}
+}
+
+// abort cuts the connection without a close handshake: for a Shutdown whose ctx ran out.
+func (c *conn) abort() {
+	if c.netConn != nil {
+		_ = c.netConn.Close() // unblocks every read, write and close handshake on it
+	}
+	_ = c.ws.CloseNow()
+}
+
+// isWatching reports whether the socket watches typ. Handler only.
+func (c *conn) isWatching(typ string) bool { return slices.Contains(c.watched, typ) }

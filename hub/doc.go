@@ -1,0 +1,97 @@
+// Package hub is lockhub's WebSocket hub (PROTOCOL.md §3, §4, §6): sockets that
+// authenticate once, claim, renew, release and take over locks through the lock store,
+// watch entity types of their tenant and receive every change of them, from every
+// instance, live.
+//
+// Start with New and its Config, then Hub.ServeHTTP (GET /ws), Hub.Run and
+// Hub.Shutdown. Tokens are checked by a Verifier: DevAuth in development, JWKSAuth in
+// production; both are used by the HTTP API as well.
+//
+// # Wiring
+//
+//	h, err := hub.New(hub.Config{Store: store, Verifier: verifier, Registerer: reg})
+//	go h.Run(ctx)                 // the change feed, the sweeper, the release timers
+//	mux.Handle("GET /ws", h)
+//	...
+//	srv.Shutdown(sctx)            // stop accepting HTTP
+//	h.Shutdown(sctx)              // close sockets with 1001, detach without releasing
+//	cancel()                      // then stop Run, and wait for it
+//
+// # A socket's life
+//
+// ServeHTTP checks the Origin (403) and the subprotocol (400), upgrades, and hands the
+// socket to a goroutine of the hub's, the reader, and returns. The reader only reads:
+// frames go to a handler goroutine, started when a frame arrives and gone when none is
+// left, which answers them one at a time, in order. Answers and events go through a
+// bounded queue to a writer goroutine that likewise exists only while there is
+// something to write. An idle socket is thus one goroutine parked in a read, with a
+// small stack, and no timer or ctx registration of its own beyond its token's expiry.
+// A client that lets its send queue overflow is closed with 4429, so one slow reader
+// never slows the others or the feed; a frame that cannot be written within
+// WriteTimeout (a deadline on the connection) drops the socket too.
+//
+// The first frame must be auth within AuthTimeout (4408), and anything else first
+// closes with 4401; the socket then lives until its token expires (4401, TokenLeeway
+// after exp) unless refreshed in band with the same tenant and oid (4403 otherwise).
+// Frames over 64 KiB close with 1009; frames beyond the rate get rate_limited errors,
+// each echoing its request's id, and a socket still over the rate OverRateGrace after
+// the first rate_limited of its spell is closed with 4429 (a spell ends after a second
+// without rate_limited answers).
+//
+// Watching a type answers with its snapshot, then streams its events. Events that
+// arrive while the snapshot is read are held and queued after it, so none is lost and
+// none is overtaken by an older snapshot. When the store's feed loses Redis and gets
+// it back (locks.FeedHandler.Resync), every watcher receives an unsolicited snapshot,
+// without an id, of each type it watches. The events of a tenant go only to that
+// tenant's sockets: the watcher index is keyed by (tenant, type), and a socket's tenant
+// is its token's.
+//
+// # Release on disconnect
+//
+// A lock claimed through a socket is released ReleaseGrace after the socket closes,
+// unless its holder still uses it from another socket: the same person in two tabs is
+// one holder, and closing one tab must not free the lock the other is editing, even
+// when the tabs are connected to different instances.
+//
+// The hub cannot decide this alone: the other tab may be on another instance, and
+// instances share nothing but Redis. So the decision is the store's, atomic in Redis.
+// Every claim, renewal and takeover through a socket passes the socket's connection id
+// (random, 128 bits, unique across instances), and the store remembers it in the
+// lock's set of sockets, which lives as long as the lease. When a socket closes, the
+// hub keeps the list of locks claimed through it and, after the grace, calls
+// Store.Detach for each: it removes this socket from the set and releases the lock only
+// if the set is then empty and the lock is still the holder's. Hence:
+//
+//   - one tab closes, the other tab (any instance) has claimed or renewed the lock:
+//     its id is in the set, the lock stays;
+//   - a page reloads: the new socket re-claims within the grace (renewed), joins the
+//     set, and the old socket's detach leaves the lock alone;
+//   - the tab is really gone: the set empties and the lock is released (broadcast as
+//     Released) after the grace rather than after the remaining lease;
+//   - the lock was released, taken over or claimed by someone else meanwhile: detach
+//     sees another holder or no lock and changes nothing.
+//
+// The grace is timed by the instance where the socket closed (Run's release timers, a
+// FIFO since every job waits the same grace). The set is only a hint of who may still
+// use the lock, never the lock itself: the lease stays the truth. If an instance dies
+// without detaching (kill -9), its sockets' ids stay in the sets until the leases
+// they were last renewed with run out; such a lock is then freed by its lease, at most
+// one lease after its last renewal, and never early.
+//
+// A graceful shutdown (Shutdown, 1001) detaches each socket's locks without releasing
+// them: its clients reconnect to another instance within the grace and claim again,
+// and a client that does not is covered by its lease. Release timers still pending when
+// Run stops are settled at once: those sockets closed before the shutdown, not because
+// of it, and their locks should not outlive them by a lease.
+//
+// # Concurrency
+//
+// All methods of Hub, DevAuth and JWKSAuth may be called concurrently. Every goroutine
+// has an owner that joins it: a socket's reader is started by ServeHTTP and joined by
+// Shutdown; its handler, writer and close handshake are joined by its reader before it
+// tears down; the feed, sweeper, resync and release goroutines are started and joined
+// by Run. No lock is held across a network write or a store call: the hub's lock
+// guards the socket and watcher sets (read-locked while an event is queued, which never
+// blocks), and each socket's lock its queues and state. JWKSAuth's cache runs jwx's
+// goroutines until the ctx given to NewJWKSAuth is done.
+package hub

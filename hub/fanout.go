@@ -1,0 +1,142 @@
+package hub
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// Fan-out: the store's change feed carries every change of every tenant, from every
+// instance; the hub queues each to its own sockets that watch the change's (tenant,
+// type) and to no other. The watcher index is read-locked while an event is queued:
+// queuing never blocks (see push), so the lock is held for a walk over the watchers
+// and no send.
+
+// feed is the hub as the store's locks.FeedHandler; its methods run on the feed's
+// goroutines and never block.
+type feed struct{ h *Hub }
+
+// Change queues a change to the watchers of its tenant and type. The frame is the
+// store's encoding, shared and forwarded as is.
+func (f feed) Change(ch locks.Change) {
+	h := f.h
+	key := watchKey{ch.Tenant, ch.Event.Lock.EntityType}
+	out := outFrame{b: ch.Frame, typ: protocol.FrameLock}
+	h.mu.RLock()
+	set := h.watchers[key]
+	for c := range set {
+		c.push(key.typ, out)
+	}
+	n := len(set)
+	h.mu.RUnlock()
+	h.met.delivered.Add(float64(n))
+}
+
+// Resync asks Run for fresh snapshots: the feed was lost and is back.
+func (f feed) Resync() {
+	select {
+	case f.h.resync <- struct{}{}:
+	default: // one is pending already
+	}
+}
+
+// resyncSettle gathers the burst of Resync calls of one outage (the feed has several
+// channels, each of which calls it) into one resync.
+const resyncSettle = 100 * time.Millisecond
+
+// resyncLoop sends every watcher a fresh snapshot of each type it watches whenever the
+// feed asks, until ctx is done. Unsolicited snapshots carry no id (protocol.Snapshot).
+func (h *Hub) resyncLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.resync:
+		}
+		t := time.NewTimer(resyncSettle)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		select { // the burst's other calls are covered by this resync
+		case <-h.resync:
+		default:
+		}
+		h.resyncAll(ctx)
+	}
+}
+
+// resyncAll snapshots every watched (tenant, type), holding its events meanwhile.
+func (h *Hub) resyncAll(ctx context.Context) {
+	h.met.resyncs.Inc()
+	for key, conns := range h.watchedNow() {
+		if ctx.Err() != nil {
+			return
+		}
+		starts := make([]int, len(conns))
+		for i, c := range conns {
+			starts[i] = c.beginSnapshot(key.typ)
+		}
+		list, err := h.store.List(ctx, key.tenant, key.typ)
+		if err != nil {
+			list = nil // only for names the hub validated before watching: cannot happen
+		}
+		snap := snapshotFrame("", key.typ, list)
+		for i, c := range conns {
+			c.endSnapshot(key.typ, starts[i], snap)
+		}
+	}
+}
+
+// watchedNow copies the watcher index.
+func (h *Hub) watchedNow() map[watchKey][]*conn {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make(map[watchKey][]*conn, len(h.watchers))
+	for k, set := range h.watchers {
+		conns := make([]*conn, 0, len(set))
+		for c := range set {
+			conns = append(conns, c)
+		}
+		out[k] = conns
+	}
+	return out
+}
+
+// watchedKeys returns the (tenant, type) pairs someone watches.
+func (h *Hub) watchedKeys() []watchKey {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	keys := make([]watchKey, 0, len(h.watchers))
+	for k := range h.watchers {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// sweepLoop sweeps the index of every watched (tenant, type) each SweepInterval, so
+// leases that ran out are announced as Expired (PROTOCOL.md §3), until ctx is done.
+// Unwatched types are not swept: nobody would hear of them, and List prunes them when
+// someone looks. Every instance sweeps what it watches; pruning is atomic in Redis, so
+// each expiry is announced once.
+func (h *Hub) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(h.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, k := range h.watchedKeys() {
+			if ctx.Err() != nil {
+				return
+			}
+			_ = h.store.Sweep(ctx, k.tenant, k.typ) // fails open inside; names were validated at watch
+		}
+	}
+}

@@ -1,0 +1,336 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/locks/redistest"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+var _ Store = (*locks.Store)(nil)
+
+// waitTimeout bounds every wait of these tests for something the hub does.
+const waitTimeout = 5 * time.Second
+
+// testHub is a hub served by an httptest server on a store, with a dev token issuer.
+type testHub struct {
+	t     testing.TB
+	hub   *Hub
+	store *locks.Store
+	srv   *httptest.Server
+	url   string // ws://127.0.0.1:port/ws
+	auth  *DevAuth
+	reg   *prometheus.Registry
+	mr    *miniredis.Miniredis // set by startMini
+}
+
+// hubOptions adjusts a test hub's configs.
+type hubOptions struct {
+	hub   func(*Config)
+	store func(*locks.Config)
+	auth  *DevAuth // shared by several hubs; nil means a new one
+	// sndbuf, when set, caps the kernel send buffer of every accepted connection.
+	sndbuf int
+}
+
+// startMini starts a hub on a fresh miniredis.
+func startMini(t testing.TB, o hubOptions) *testHub {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	// Generous timeouts: miniredis runs Lua in Go, slowly under -race on a busy machine,
+	// and these tests are about the hub, not about timeouts.
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), DialTimeout: 2 * time.Second,
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	th := startHub(t, rdb, o)
+	th.mr = mr
+	return th
+}
+
+// startReal starts a hub on a fresh real redis-server.
+func startReal(t testing.TB, o hubOptions) (*testHub, *redistest.Server) {
+	t.Helper()
+	srv := redistest.StartServer(t)
+	return startHub(t, srv.Client(t), o), srv
+}
+
+// startHub starts a Store and a Hub on rdb, runs the hub and serves it; every piece is
+// stopped and joined in the test's cleanup.
+func startHub(t testing.TB, rdb redis.UniversalClient, o hubOptions) *testHub {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	reg, _ := locks.NewRegistry("ApprovalRequest", "Invoice")
+	scfg := locks.Config{Client: rdb, Registry: reg, Logger: log, Timeout: 2 * time.Second}
+	if o.store != nil {
+		o.store(&scfg)
+	}
+	store, err := locks.NewStore(scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := o.auth
+	if auth == nil {
+		if auth, err = NewDevAuth(DevAuthConfig{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	preg := prometheus.NewRegistry()
+	cfg := Config{Store: store, Verifier: auth, Logger: log, Registerer: preg, ReleaseGrace: 200 * time.Millisecond,
+		SweepInterval: 50 * time.Millisecond}
+	if o.hub != nil {
+		o.hub(&cfg)
+	}
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runDone := make(chan error, 1)
+	go func() { runDone <- h.Run(ctx) }()
+	srv := httptest.NewUnstartedServer(h)
+	if o.sndbuf > 0 {
+		srv.Listener = sndbufListener{srv.Listener, o.sndbuf}
+	}
+	srv.Start()
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		if err := h.Shutdown(sctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		cancel()
+		if err := <-runDone; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		srv.Close()
+	})
+	return &testHub{t: t, hub: h, store: store, srv: srv, url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", auth: auth, reg: preg}
+}
+
+// sndbufListener sets the send buffer of each connection it accepts, so that a client
+// that stops reading fills it after a few frames instead of megabytes.
+type sndbufListener struct {
+	net.Listener
+	size int
+}
+
+func (l sndbufListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(l.size) // a test knob: without it the test is only slower
+	}
+	return c, err
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// token issues a dev token.
+func (th *testHub) token(tenant, oid string, roles ...string) string {
+	th.t.Helper()
+	tok, err := th.auth.Issue(tenant, oid, "Name of "+oid, roles)
+	if err != nil {
+		th.t.Fatal(err)
+	}
+	return tok
+}
+
+// dialRaw opens a socket without authenticating; it is closed at cleanup.
+func (th *testHub) dialRaw() *protocol.Client {
+	th.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	c, err := protocol.Dial(ctx, th.url, nil)
+	if err != nil {
+		th.t.Fatalf("dial: %v", err)
+	}
+	th.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// dial opens an authenticated socket for tenant/oid.
+func (th *testHub) dial(tenant, oid string, roles ...string) (*protocol.Client, protocol.Welcome) {
+	th.t.Helper()
+	c := th.dialRaw()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	w, err := c.Auth(ctx, th.token(tenant, oid, roles...))
+	if err != nil {
+		th.t.Fatalf("auth: %v", err)
+	}
+	return c, w
+}
+
+func tctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// nextEvent waits for the next lock event of c.
+func nextEvent(t testing.TB, c *protocol.Client) protocol.LockEvent {
+	t.Helper()
+	select {
+	case ev, ok := <-c.Events():
+		if !ok {
+			t.Fatalf("connection ended while waiting for an event: %v", c.Err())
+		}
+		return ev
+	case <-time.After(waitTimeout):
+		t.Fatal("no event in time")
+	}
+	panic("unreachable")
+}
+
+// wantEvent waits for the next event and checks its op and uid.
+func wantEvent(t testing.TB, c *protocol.Client, op protocol.Op, uid string) protocol.LockEvent {
+	t.Helper()
+	ev := nextEvent(t, c)
+	if ev.Op != op || ev.Lock.EntityUID != uid {
+		t.Fatalf("event = %s %s, want %s %s", ev.Op, ev.Lock.EntityUID, op, uid)
+	}
+	return ev
+}
+
+// noEvent checks that c has no event queued.
+func noEvent(t testing.TB, c *protocol.Client) {
+	t.Helper()
+	select {
+	case ev := <-c.Events():
+		t.Fatalf("unexpected event %s %s/%s", ev.Op, ev.Lock.EntityType, ev.Lock.EntityUID)
+	default:
+	}
+}
+
+// closeCode waits until the server closes c and returns the close code.
+func closeCode(t testing.TB, c *protocol.Client) websocket.StatusCode {
+	t.Helper()
+	select {
+	case <-c.Done():
+	case <-time.After(waitTimeout):
+		t.Fatal("the server did not close the socket in time")
+	}
+	return c.CloseStatus()
+}
+
+func wantClosed(t testing.TB, c *protocol.Client, want websocket.StatusCode) {
+	t.Helper()
+	if got := closeCode(t, c); got != want {
+		t.Fatalf("close code = %d, want %d (%v)", got, want, c.Err())
+	}
+}
+
+// expect returns a checker of a (Result, error) answer: expect(t, want)(c.Claim(...)).
+func expect(t testing.TB, want protocol.Outcome) func(protocol.Result, error) protocol.Result {
+	return func(r protocol.Result, err error) protocol.Result {
+		t.Helper()
+		return wantOutcome(t, r, err, want)
+	}
+}
+
+// wantOutcome checks a result.
+func wantOutcome(t testing.TB, r protocol.Result, err error, want protocol.Outcome) protocol.Result {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("request failed: %v", err)
+	}
+	if r.Outcome != want {
+		t.Fatalf("outcome = %q, want %q (%+v)", r.Outcome, want, r)
+	}
+	return r
+}
+
+// wantCode checks that err is an error frame with code.
+func wantCode(t testing.TB, err error, code protocol.ErrorCode) *protocol.Error {
+	t.Helper()
+	var pe *protocol.Error
+	if !errors.As(err, &pe) || pe.Code != code {
+		t.Fatalf("error = %v, want an error frame %s", err, code)
+	}
+	return pe
+}
+
+// eventually polls cond until it holds or waitTimeout passes.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// metric returns the value of a counter or gauge of th's registry whose labels include
+// labels ("k=v" pairs); 0 when absent.
+func (th *testHub) metric(name string, labels ...string) float64 {
+	th.t.Helper()
+	mfs, err := th.reg.Gather()
+	if err != nil {
+		th.t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if !hasLabels(m, labels) {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func hasLabels(m *dto.Metric, labels []string) bool {
+	for _, l := range labels {
+		k, v, _ := strings.Cut(l, "=")
+		found := false
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == k && lp.GetValue() == v {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// lockKeys lists the lock keys in th's miniredis.
+func (th *testHub) redisKeys() []string {
+	return th.mr.Keys()
+}

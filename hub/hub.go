@@ -1,0 +1,251 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coder/websocket"
+
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// Hub serves lockhub's WebSocket (PROTOCOL.md §4) on top of a lock store. Start with
+// New, serve GET /ws with ServeHTTP, run Run for the change feed, the sweeper and the
+// release timers, and stop with Shutdown, then cancel Run's ctx.
+//
+// All methods may be called concurrently.
+type Hub struct {
+	cfg     Config
+	store   Store
+	log     *slog.Logger
+	met     *metrics
+	origins originChecker
+
+	// ctx is the ctx of the connections' store calls and token checks; cancel ends
+	// them all. Made in New (connections outlive the request that opened them; the hub
+	// is their root), canceled by Shutdown.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// readCtx is ctx without its cancelation, for socket reads and writes: they end
+	// with their connection, and a cancelable ctx would cost each a registration.
+	readCtx context.Context
+
+	mu       sync.RWMutex
+	conns    map[*conn]struct{}              // guarded by mu; every open socket
+	watchers map[watchKey]map[*conn]struct{} // guarded by mu; sockets by what they watch
+	closing  bool                            // guarded by mu; Shutdown began
+	connWG   sync.WaitGroup                  // one per connection goroutine; Add under mu while !closing
+	running  atomic.Bool                     // Run was called
+	resync   chan struct{}                   // capacity 1: the feed asks Run for a resync
+	rel      *releaser                       // release-on-disconnect timers, run by Run
+}
+
+// New returns a Hub, or an error when cfg is invalid.
+func New(cfg Config) (*Hub, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	origins, err := newOriginChecker(cfg.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("hub: metrics: %w", err)
+	}
+	h := &Hub{
+		cfg:      cfg,
+		store:    cfg.Store,
+		log:      cfg.Logger,
+		met:      met,
+		origins:  origins,
+		conns:    map[*conn]struct{}{},
+		watchers: map[watchKey]map[*conn]struct{}{},
+		resync:   make(chan struct{}, 1),
+		rel:      newReleaser(),
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	h.readCtx = context.WithoutCancel(h.ctx)
+	return h, nil
+}
+
+// ServeHTTP serves GET /ws: it checks the Origin (403 when not allowed) and the
+// subprotocol (400 without lockhub.v1), upgrades, and hands the socket to a goroutine
+// of the hub's, so the handler returns at once. While the hub shuts down it answers 503.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		httpError(w, http.StatusMethodNotAllowed, "method_not_allowed", "GET only")
+		return
+	}
+	if !h.origins.allow(r) {
+		httpError(w, http.StatusForbidden, "forbidden_origin", "origin not allowed")
+		return
+	}
+	if !offersSubprotocol(r) {
+		httpError(w, http.StatusBadRequest, "bad_request", "the WebSocket subprotocol "+protocol.Subprotocol+" is required")
+		return
+	}
+	h.mu.RLock()
+	closing := h.closing
+	h.mu.RUnlock()
+	if closing {
+		httpError(w, http.StatusServiceUnavailable, "shutting_down", "the hub is shutting down; connect to another instance")
+		return
+	}
+
+	hw := &hijackWriter{ResponseWriter: w}
+	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
+		Subprotocols: []string{protocol.Subprotocol},
+		// The Origin was checked above, against PROTOCOL.md §4's rules, which differ
+		// from coder/websocket's own (one-label '*', ports, schemes).
+		InsecureSkipVerify: true,
+	})
+	if err != nil {
+		return // Accept has answered the request
+	}
+	c := newConn(h, ws, hw.netConn)
+
+	h.mu.Lock()
+	if h.closing {
+		h.mu.Unlock()
+		h.met.closed(int(protocol.CloseGoingAway))
+		_ = ws.Close(protocol.CloseGoingAway, reasonShutdown) // the client reconnects elsewhere
+		return
+	}
+	h.conns[c] = struct{}{}
+	h.connWG.Add(1)
+	h.mu.Unlock()
+	h.met.sockets.Inc()
+	go c.run()
+}
+
+// offersSubprotocol reports whether the handshake asks for lockhub.v1 among its
+// Sec-WebSocket-Protocol values (RFC 6455 §4.1; the header may repeat).
+func offersSubprotocol(r *http.Request) bool {
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for _, p := range strings.Split(v, ",") {
+			if strings.TrimSpace(p) == protocol.Subprotocol {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func httpError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, `{"code":%q,"message":%q}`+"\n", code, msg) // the client may be gone
+}
+
+// Run runs what the hub needs besides its sockets, until ctx is done: the change feed
+// (store.RunFeed, delivering events to watchers and resyncing them when the feed comes
+// back), the sweeper of watched types (announcing Expired), and the release timers of
+// closed sockets. It returns after joining all of them. When ctx is done, release timers
+// still pending are settled at once (see the package doc). Call Run once; cancel its
+// ctx after Shutdown.
+func (h *Hub) Run(ctx context.Context) error {
+	if !h.running.CompareAndSwap(false, true) {
+		return errors.New("hub: Run called twice")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var feedErr error
+	wg.Go(func() {
+		if err := h.store.RunFeed(ctx, feed{h}); err != nil && ctx.Err() == nil {
+			feedErr = fmt.Errorf("hub: change feed: %w", err)
+			cancel() // without the feed the hub is deaf: stop, and say why
+		}
+	})
+	wg.Go(func() { h.sweepLoop(ctx) })
+	wg.Go(func() { h.resyncLoop(ctx) })
+	wg.Go(func() { h.rel.run(ctx, h) })
+	wg.Wait()
+	return feedErr
+}
+
+// Shutdown stops accepting sockets, closes every socket (authenticated or not) with
+// 1001 going away, detaches each socket's locks without releasing them (its client
+// reconnects to another instance within the grace and claims them again), and waits for
+// every connection goroutine. When ctx ends first, it cuts the remaining connections
+// and returns ctx.Err() once their goroutines are done.
+func (h *Hub) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.closing = true
+	conns := make([]*conn, 0, len(h.conns))
+	for c := range h.conns {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+
+	for _, c := range conns {
+		c.closeWith(protocol.CloseGoingAway, reasonShutdown)
+	}
+	done := make(chan struct{})
+	go func() { // ends with the last connection goroutine, forced below if need be
+		h.connWG.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		if len(conns) > 0 {
+			err = ctx.Err()
+		}
+		h.cancel() // store calls of the connections give up
+		for _, c := range conns {
+			c.abort()
+		}
+		<-done
+	}
+	h.cancel()
+	return err
+}
+
+// addWatcher adds c to the sockets that watch key.
+func (h *Hub) addWatcher(key watchKey, c *conn) {
+	h.mu.Lock()
+	set := h.watchers[key]
+	if set == nil {
+		set = map[*conn]struct{}{}
+		h.watchers[key] = set
+	}
+	set[c] = struct{}{}
+	h.mu.Unlock()
+}
+
+func (h *Hub) removeWatcher(key watchKey, c *conn) {
+	h.mu.Lock()
+	h.removeWatcherLocked(key, c)
+	h.mu.Unlock()
+}
+
+func (h *Hub) removeWatcherLocked(key watchKey, c *conn) {
+	if set := h.watchers[key]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(h.watchers, key)
+		}
+	}
+}
+
+// unregister forgets c entirely: it is no longer a socket of the hub nor a watcher.
+func (h *Hub) unregister(c *conn, watched []watchKey) {
+	h.mu.Lock()
+	delete(h.conns, c)
+	for _, k := range watched {
+		h.removeWatcherLocked(k, c)
+	}
+	h.mu.Unlock()
+	h.met.sockets.Dec()
+}

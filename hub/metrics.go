@@ -1,0 +1,94 @@
+package hub
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// metrics are the hub's Prometheus collectors, registered on Config.Registerer if any.
+type metrics struct {
+	sockets       prometheus.Gauge         // open sockets, authenticated or not
+	framesIn      *prometheus.CounterVec   // type
+	framesOut     *prometheus.CounterVec   // type
+	outcomes      *prometheus.CounterVec   // op, outcome
+	delivered     prometheus.Counter       // lock events queued to watchers
+	slow          *prometheus.CounterVec   // reason: queue, write
+	rateLimited   prometheus.Counter       // requests answered rate_limited
+	closes        *prometheus.CounterVec   // code
+	authFailures  prometheus.Counter       // tokens refused
+	resyncs       prometheus.Counter       // fresh snapshots sent after the feed came back
+	detaches      *prometheus.CounterVec   // why: grace, shutdown; outcome
+	requestTiming *prometheus.HistogramVec // type
+
+	// Resolved once: the write path counts every frame.
+	out map[protocol.FrameType]prometheus.Counter
+}
+
+// Slow-reader reasons, the label values of lockhub_hub_slow_disconnects_total.
+const (
+	slowQueue = "queue" // the bounded send queue overflowed
+	slowWrite = "write" // one frame could not be written within WriteTimeout
+)
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		sockets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "lockhub_hub_sockets", Help: "Open WebSockets, authenticated or not.",
+		}),
+		framesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_hub_frames_in_total", Help: "Frames received, by type (\"invalid\" for frames that do not decode).",
+		}, []string{"type"}),
+		framesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_hub_frames_out_total", Help: "Frames written to sockets, by type.",
+		}, []string{"type"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_hub_outcomes_total", Help: "Answers to lock requests over sockets, by operation and outcome.",
+		}, []string{"op", "outcome"}),
+		delivered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_events_delivered_total", Help: "Lock events queued to watching sockets.",
+		}),
+		slow: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_hub_slow_disconnects_total", Help: "Sockets closed for reading too slowly, by reason (queue, write).",
+		}, []string{"reason"}),
+		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_rate_limited_total", Help: "Requests answered rate_limited.",
+		}),
+		closes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_hub_closes_total", Help: "Sockets closed by the hub, by close code.",
+		}, []string{"code"}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_auth_failures_total", Help: "Auth frames refused (bad, expired or identity-changing tokens).",
+		}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_resyncs_total", Help: "Resyncs: fresh snapshots sent to every watcher after the change feed came back.",
+		}),
+		detaches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_hub_detaches_total", Help: "Locks detached from closed sockets, by why (grace, shutdown) and outcome.",
+		}, []string{"why", "outcome"}),
+		requestTiming: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "lockhub_hub_request_seconds",
+			Help:    "Time from a request frame read to its answer queued, by type.",
+			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
+		}, []string{"type"}),
+	}
+	m.out = map[protocol.FrameType]prometheus.Counter{}
+	for _, t := range []protocol.FrameType{protocol.FrameWelcome, protocol.FrameResult, protocol.FrameSnapshot,
+		protocol.FrameLock, protocol.FrameError} {
+		m.out[t] = m.framesOut.WithLabelValues(string(t))
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.sockets, m.framesIn, m.framesOut, m.outcomes, m.delivered, m.slow,
+		m.rateLimited, m.closes, m.authFailures, m.resyncs, m.detaches, m.requestTiming} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) closed(code int) { m.closes.WithLabelValues(strconv.Itoa(code)).Inc() }

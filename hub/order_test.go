@@ -1,0 +1,101 @@
+package hub
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// TestWatchWhileChanging: watchers that join while locks change all the time end up
+// with exactly the store's state when they apply their snapshot and then their events:
+// no event is lost between registration and snapshot, and none overtakes the
+// snapshot.
+func TestWatchWhileChanging(t *testing.T) {
+	th, _ := startReal(t, hubOptions{})
+	ctx := tctx(t)
+	claimers := make([]*protocol.Client, 4)
+	for i := range claimers {
+		claimers[i], _ = th.dial("acme", "u-"+itoa(i))
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, c := range claimers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), 1))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				uid := "o-" + itoa(rng.IntN(10))
+				var err error
+				if rng.IntN(2) == 0 {
+					_, err = c.Claim(ctx, typ, uid)
+				} else {
+					_, err = c.Release(ctx, typ, uid)
+				}
+				if err != nil && ctx.Err() == nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+
+	type model map[string]string // uid -> holder
+	var watchers []*protocol.Client
+	var models []model
+	for range 12 {
+		w, _ := th.dial("acme", "u-w")
+		snap, err := w.Watch(ctx, typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := model{}
+		for _, l := range snap.Locks {
+			m[l.EntityUID] = l.HolderOID
+		}
+		watchers, models = append(watchers, w), append(models, m)
+	}
+	close(stop)
+	wg.Wait()
+
+	// A last change: once a watcher has its event, it has every earlier one.
+	expect(t, protocol.OutcomeAcquired)(claimers[0].Claim(ctx, typ, "end"))
+	for i, w := range watchers {
+		for {
+			ev := nextEvent(t, w)
+			switch ev.Op {
+			case protocol.OpAcquired, protocol.OpRenewed, protocol.OpTakenOver:
+				models[i][ev.Lock.EntityUID] = ev.Lock.HolderOID
+			case protocol.OpReleased, protocol.OpExpired:
+				delete(models[i], ev.Lock.EntityUID)
+			}
+			if ev.Lock.EntityUID == "end" {
+				break
+			}
+		}
+	}
+	truth, err := th.store.List(context.Background(), "acme", typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := model{}
+	for _, l := range truth {
+		want[l.EntityUID] = l.HolderOID
+	}
+	for i, m := range models {
+		if len(m) != len(want) {
+			t.Fatalf("watcher %d sees %v, the store holds %v", i, m, want)
+		}
+		for uid, h := range want {
+			if m[uid] != h {
+				t.Fatalf("watcher %d sees %v, the store holds %v", i, m, want)
+			}
+		}
+	}
+}

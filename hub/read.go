@@ -1,0 +1,340 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
+
+	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// The read side of a socket: run's loop reads frames and queues them; a handler
+// goroutine answers them one at a time, in order, so a client's requests are served in
+// order and one socket never holds more than one store call in flight. The handler
+// exists only while there are frames to answer, so an idle socket is one goroutine
+// parked in a read, with a small stack.
+
+const (
+	// verifyTimeout bounds one token check (a JWKS refetch included).
+	verifyTimeout = 10 * time.Second
+	// overRateQuiet ends a spell over the rate: a socket that goes this long without a
+	// rate_limited answer is back under the rate, and its OverRateGrace starts afresh.
+	overRateQuiet = time.Second
+)
+
+// readLoop reads frames until the connection ends.
+func (c *conn) readLoop() {
+	// Reads end when the socket closes (close handshake, or abort), never by a ctx: a
+	// cancelable one would cost every idle socket a registration.
+	ctx := c.h.readCtx
+	for {
+		typ, data, err := c.ws.Read(ctx)
+		if err != nil {
+			c.readEnded(err)
+			return
+		}
+		c.mu.Lock()
+		for len(c.inbox) >= maxInbox && !c.finished {
+			c.room.Wait() // the client sends faster than it is answered: push back
+		}
+		if c.closeCode == 0 && !c.finished {
+			c.inbox = append(c.inbox, inFrame{typ, data})
+			if !c.handling {
+				c.handling = true
+				c.wg.Add(1)
+				go c.handleLoop()
+			}
+		} // else only the client's close echo matters now
+		c.mu.Unlock()
+	}
+}
+
+// handleLoop answers queued frames until none is left.
+func (c *conn) handleLoop() {
+	defer c.wg.Done()
+	for {
+		c.mu.Lock()
+		if len(c.inbox) == 0 || c.closeCode != 0 || c.finished {
+			c.inbox = nil
+			c.handling = false
+			c.room.Broadcast()
+			c.mu.Unlock()
+			return
+		}
+		f := c.inbox[0]
+		c.inbox[0] = inFrame{}
+		c.inbox = c.inbox[1:]
+		c.room.Broadcast()
+		c.mu.Unlock()
+		if !c.authed {
+			c.authenticate(f.typ, f.data)
+		} else {
+			c.request(f.typ, f.data)
+		}
+	}
+}
+
+// readEnded notes why reading stopped.
+func (c *conn) readEnded(err error) {
+	switch {
+	case errors.Is(err, websocket.ErrMessageTooBig):
+		// coder/websocket has closed the socket with 1009 (SetReadLimit).
+		c.h.met.closed(int(protocol.CloseTooLarge))
+	case websocket.CloseStatus(err) != -1, c.closing():
+		// The client closed, or the hub did: nothing to say.
+	default:
+		c.h.log.LogAttrs(c.h.ctx, slog.LevelDebug, "socket ended", slog.String("conn", c.id), slog.String("error", err.Error()))
+	}
+}
+
+// authenticate handles the first frame, which must be auth (4401 otherwise).
+func (c *conn) authenticate(typ websocket.MessageType, data []byte) {
+	var req protocol.Request
+	var err error
+	if typ == websocket.MessageText {
+		req, err = protocol.DecodeRequest(data)
+	}
+	if typ != websocket.MessageText || err != nil || req.Type != protocol.FrameAuth {
+		c.h.met.framesIn.WithLabelValues(frameLabel(req, err)).Inc()
+		c.closeWith(protocol.CloseNotAuthenticated, reasonAuthFirst)
+		return
+	}
+	c.h.met.framesIn.WithLabelValues(string(protocol.FrameAuth)).Inc()
+	id, err := c.verify(req.Token)
+	if err != nil {
+		c.closeWith(protocol.CloseNotAuthenticated, reasonBadToken)
+		return
+	}
+	c.authTime.Stop()
+	c.ident, c.authed = id, true
+	c.limiter = rate.NewLimiter(rate.Limit(c.h.cfg.RateLimit), c.h.cfg.RateBurst)
+	c.armExpiry()
+	c.sendJSON(protocol.FrameWelcome, protocol.Welcome{
+		ConnectionID: c.id,
+		Tenant:       id.Tenant,
+		Holder:       id.Holder(),
+		LeaseMs:      c.h.store.Lease().Milliseconds(),
+		RenewMs:      c.h.cfg.RenewEvery.Milliseconds(),
+		ServerTime:   protocol.NewTime(time.Now()),
+		Lockable:     c.h.store.Registry().Types(),
+		CanTakeOver:  id.HasRole(c.h.cfg.TakeoverRole),
+	})
+}
+
+// verify checks a token, counting and logging a refusal.
+func (c *conn) verify(token string) (Identity, error) {
+	ctx, cancel := context.WithTimeout(c.h.ctx, verifyTimeout)
+	defer cancel()
+	id, err := c.h.cfg.Verifier.Verify(ctx, token)
+	if err != nil {
+		c.h.met.authFailures.Inc()
+		c.h.log.LogAttrs(c.h.ctx, slog.LevelInfo, "socket token refused", slog.String("conn", c.id), slog.String("error", err.Error()))
+	}
+	return id, err
+}
+
+// armExpiry (re)starts the timer that closes the socket with 4401 TokenLeeway after its
+// token's exp, unless a refresh comes first.
+func (c *conn) armExpiry() {
+	if c.expiry != nil {
+		c.expiry.Stop()
+	}
+	c.expiry = time.AfterFunc(time.Until(c.ident.Expires.Add(c.h.cfg.TokenLeeway)), func() {
+		c.closeWith(protocol.CloseNotAuthenticated, reasonExpired)
+	})
+}
+
+// frameLabel is the type label of a frame in metrics: its type when it decoded,
+// "invalid" otherwise (client-chosen strings never become label values).
+func frameLabel(req protocol.Request, err error) string {
+	if err != nil || req.Type == "" {
+		return "invalid"
+	}
+	return string(req.Type)
+}
+
+// request answers one frame of an authenticated socket.
+func (c *conn) request(typ websocket.MessageType, data []byte) {
+	start := time.Now()
+	var req protocol.Request
+	var err error = errBinary
+	if typ == websocket.MessageText {
+		req, err = protocol.DecodeRequest(data)
+	}
+	label := frameLabel(req, err)
+	c.h.met.framesIn.WithLabelValues(label).Inc()
+	if !c.allow(start, req.ID) {
+		return
+	}
+	if err != nil {
+		c.sendError(req.ID, err)
+		return
+	}
+
+	ref := locks.Ref{Tenant: c.ident.Tenant, Type: req.EntityType, UID: req.EntityUID}
+	holder := c.ident.Holder()
+	switch req.Type {
+	case protocol.FrameClaim:
+		res, err := c.h.store.Claim(c.h.ctx, ref, holder, c.id)
+		c.answer(req, res, err)
+	case protocol.FrameRenew:
+		res, err := c.h.store.Renew(c.h.ctx, ref, holder, c.id)
+		c.answer(req, res, err)
+	case protocol.FrameRelease:
+		res, err := c.h.store.Release(c.h.ctx, ref, holder)
+		c.answer(req, res, err)
+	case protocol.FrameTakeover:
+		res, err := c.h.store.Takeover(c.h.ctx, ref, holder, c.id, c.ident.HasRole(c.h.cfg.TakeoverRole))
+		c.answer(req, res, err)
+	case protocol.FrameWatch:
+		c.watch(req)
+	case protocol.FrameUnwatch:
+		c.unwatch(req)
+	case protocol.FrameMine:
+		mine, err := c.h.store.Mine(c.h.ctx, c.ident.Tenant, c.ident.OID)
+		if err != nil {
+			c.sendError(req.ID, err)
+			break
+		}
+		c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Locks: mine})
+	case protocol.FrameAuth:
+		c.refresh(req)
+	}
+	c.h.met.requestTiming.WithLabelValues(label).Observe(time.Since(start).Seconds())
+}
+
+// errBinary answers a binary message: the protocol is JSON text frames.
+var errBinary = &protocol.Error{Code: protocol.CodeBadRequest, Message: "binary frames are not supported; send JSON text frames"}
+
+// allow applies the socket's rate limit to one request (PROTOCOL.md §4): beyond it the
+// request is answered rate_limited, and a socket still over the rate OverRateGrace
+// after the first rate_limited of its spell is closed with 4429.
+func (c *conn) allow(now time.Time, id string) bool {
+	if c.limiter.AllowN(now, 1) {
+		return true
+	}
+	if c.overRate.first.IsZero() || now.Sub(c.overRate.last) > overRateQuiet {
+		c.overRate.first = now // a new spell over the rate
+	}
+	c.overRate.last = now
+	c.h.met.rateLimited.Inc()
+	if now.Sub(c.overRate.first) >= c.h.cfg.OverRateGrace {
+		c.closeWith(protocol.CloseTooMany, reasonTooMany)
+		return false
+	}
+	c.sendJSON(protocol.FrameError, protocol.Error{ID: id, Code: protocol.CodeRateLimited,
+		Message: "over the rate of this connection; slow down"})
+	return false
+}
+
+// answer answers a lock operation, and keeps track of the locks this socket holds
+// through it, for release on disconnect.
+func (c *conn) answer(req protocol.Request, res locks.Result, err error) {
+	if err != nil {
+		c.sendError(req.ID, err)
+		return
+	}
+	c.h.met.outcomes.WithLabelValues(string(req.Type), string(res.Outcome)).Inc()
+	ref := locks.Ref{Tenant: c.ident.Tenant, Type: req.EntityType, UID: req.EntityUID}
+	switch res.Outcome {
+	case protocol.OutcomeAcquired, protocol.OutcomeRenewed, protocol.OutcomeTakenOver:
+		c.track(ref)
+	case protocol.OutcomeUnknown:
+		// The store may have written it before failing: remember it, so a detach can
+		// clean up; a detach of a lock that is not ours changes nothing.
+		if req.Type != protocol.FrameRelease {
+			c.track(ref)
+		}
+	case protocol.OutcomeReleased, protocol.OutcomeNotHeld, protocol.OutcomeLost:
+		delete(c.claimed, ref)
+	}
+	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Outcome: res.Outcome, Lock: res.Lock, PreviousHolder: res.PreviousHolder})
+}
+
+func (c *conn) track(ref locks.Ref) {
+	if c.claimed == nil {
+		c.claimed = map[locks.Ref]struct{}{}
+	}
+	c.claimed[ref] = struct{}{}
+}
+
+// watch subscribes the socket to a type and answers with its snapshot. Events of the
+// type are held from before the watcher is registered until the snapshot is queued, so
+// none is lost between the two and none overtakes the snapshot.
+func (c *conn) watch(req protocol.Request) {
+	typ := req.EntityType
+	if err := c.checkType(typ); err != nil {
+		c.sendError(req.ID, err)
+		return
+	}
+	start := c.beginSnapshot(typ)
+	if !c.isWatching(typ) {
+		c.watched = append(c.watched, typ)
+		c.h.addWatcher(watchKey{c.ident.Tenant, typ}, c)
+	}
+	list, err := c.h.store.List(c.h.ctx, c.ident.Tenant, typ)
+	if err != nil { // checked above; the store agrees
+		list = nil
+	}
+	c.endSnapshot(typ, start, snapshotFrame(req.ID, typ, list))
+}
+
+// checkType refuses a type that is not a valid name or not lockable, as the store
+// would for a lock of it.
+func (c *conn) checkType(typ string) error {
+	if !locks.ValidType(typ) {
+		return &locks.InvalidEntityError{Field: "entityType", Value: typ}
+	}
+	return c.h.store.Registry().Check(typ)
+}
+
+// unwatch ends a watch. Unwatching a type not watched is not an error.
+func (c *conn) unwatch(req protocol.Request) {
+	typ := req.EntityType
+	if !locks.ValidType(typ) {
+		c.sendError(req.ID, &locks.InvalidEntityError{Field: "entityType", Value: typ})
+		return
+	}
+	if i := slices.Index(c.watched, typ); i >= 0 {
+		c.watched = slices.Delete(c.watched, i, i+1)
+		c.h.removeWatcher(watchKey{c.ident.Tenant, typ}, c)
+	}
+	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Outcome: protocol.OutcomeUnwatched})
+}
+
+// refresh replaces the socket's token in band. A bad token closes with 4401, one of
+// another tenant or oid with 4403.
+func (c *conn) refresh(req protocol.Request) {
+	if !req.IsRefresh() {
+		c.sendError("", &protocol.Error{Code: protocol.CodeBadRequest, Message: "already authenticated; a token refresh carries an id"})
+		return
+	}
+	id, err := c.verify(req.Token)
+	if err != nil {
+		c.closeWith(protocol.CloseNotAuthenticated, reasonBadToken)
+		return
+	}
+	if id.Tenant != c.ident.Tenant || id.OID != c.ident.OID {
+		c.h.met.authFailures.Inc()
+		c.closeWith(protocol.CloseForbidden, reasonIdentity)
+		return
+	}
+	c.ident = id // a new name, roles and expiry
+	c.armExpiry()
+	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Outcome: protocol.OutcomeRefreshed})
+}
+
+// sendError answers request id with the error frame err maps to.
+func (c *conn) sendError(id string, err error) {
+	c.sendJSON(protocol.FrameError, errorFrame(id, err))
+}
+
+func snapshotFrame(id, typ string, list []protocol.Lock) outFrame {
+	return encodeFrame(protocol.FrameSnapshot, protocol.Snapshot{ID: id, EntityType: typ, Locks: list})
+}

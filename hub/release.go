@@ -1,0 +1,135 @@
+package hub
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// Release on disconnect (see the package doc for the reasoning).
+//
+// A socket that closes leaves a detachJob: its connection id, its holder and the locks
+// claimed through it. After ReleaseGrace, Run detaches each lock with release=true; the
+// store releases it only when no other socket of the holder, on any instance, claimed
+// or renewed it (Store.Detach).
+
+// detachJob is the detach of one closed socket's locks.
+type detachJob struct {
+	due    time.Time
+	conn   string
+	holder protocol.Holder
+	refs   []locks.Ref
+}
+
+// releaser holds the jobs waiting for their grace. Every job waits the same grace, so
+// the queue is in due order and a FIFO suffices.
+type releaser struct {
+	mu      sync.Mutex
+	queue   []detachJob // guarded by mu; in due order
+	stopped bool        // guarded by mu; Run has returned: detach at once
+	wake    chan struct{}
+}
+
+// detachWorkers bounds the detaches in flight: a mass disconnect must not open a
+// thousand Redis calls at once.
+const detachWorkers = 16
+
+// detachTimeout bounds the detaches of pending jobs when Run stops.
+const detachTimeout = 5 * time.Second
+
+func newReleaser() *releaser { return &releaser{wake: make(chan struct{}, 1)} }
+
+// schedule queues a closed socket's locks for release after the grace. Once Run has
+// returned there is nobody to wait for the grace: the locks are detached at once.
+func (r *releaser) schedule(h *Hub, job detachJob) {
+	job.due = time.Now().Add(h.cfg.ReleaseGrace)
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		h.detach(h.ctx, job, true, "grace")
+		return
+	}
+	r.queue = append(r.queue, job)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run detaches jobs as their grace ends, until ctx is done; then it settles the jobs
+// still waiting at once and returns once every detach is done.
+func (r *releaser) run(ctx context.Context, h *Hub) {
+	sem := make(chan struct{}, detachWorkers)
+	var wg sync.WaitGroup
+	start := func(ctx context.Context, job detachJob) {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			h.detach(ctx, job, true, "grace")
+		})
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		r.mu.Lock()
+		now := time.Now()
+		var due []detachJob
+		for len(r.queue) > 0 && !r.queue[0].due.After(now) {
+			due = append(due, r.queue[0])
+			r.queue[0] = detachJob{}
+			r.queue = r.queue[1:]
+		}
+		next := time.Duration(-1)
+		if len(r.queue) > 0 {
+			next = r.queue[0].due.Sub(now)
+		}
+		r.mu.Unlock()
+		for _, job := range due {
+			start(ctx, job)
+		}
+		if next >= 0 {
+			timer.Reset(next)
+		}
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			// Sockets that closed before the hub stopped, not because of it: their
+			// grace is cut short rather than leaving their locks held for the rest of
+			// their lease. A client that already reconnected elsewhere and claimed
+			// again keeps its lock (its new socket is in the lock's set).
+			r.mu.Lock()
+			r.stopped = true
+			rest := r.queue
+			r.queue = nil
+			r.mu.Unlock()
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachTimeout)
+			for _, job := range rest {
+				start(dctx, job)
+			}
+			wg.Wait()
+			cancel()
+			return
+		case <-r.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// detach detaches job's locks from its socket, releasing those no other socket of the
+// holder uses when release is true. The store fails open: a lock it cannot reach is
+// left to its lease.
+func (h *Hub) detach(ctx context.Context, job detachJob, release bool, why string) {
+	for _, ref := range job.refs {
+		res, err := h.store.Detach(ctx, ref, job.holder, job.conn, release)
+		if err != nil { // refs were accepted by the store when claimed: cannot happen
+			h.log.LogAttrs(ctx, slog.LevelWarn, "detach refused", slog.String("lock", ref.String()), slog.String("error", err.Error()))
+			continue
+		}
+		h.met.detaches.WithLabelValues(why, string(res.Outcome)).Inc()
+	}
+}

@@ -1,0 +1,206 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// The write side of a socket: a bounded queue and one writer.
+//
+// Anyone may queue a frame (the reader its answers, the feed its events, Run its
+// resync snapshots); none of them ever blocks or writes. The first frame queued on an
+// empty queue starts the writer goroutine, which writes until the queue is empty and
+// then exits, so an idle socket has no writer. A queue that would grow past
+// Config.SendQueue means the client does not read fast enough: it is closed with 4429
+// rather than dropping a lock event it would never know it missed (it reconnects and
+// takes a fresh snapshot). One frame that cannot be written within WriteTimeout drops
+// the socket the same way.
+
+// idleQueueCap is the largest queue array an idle socket keeps for its next frames.
+const idleQueueCap = 8
+
+// send queues f; see push.
+func (c *conn) send(f outFrame) { c.push("", f) }
+
+// sendJSON encodes v and queues it.
+func (c *conn) sendJSON(typ protocol.FrameType, v any) { c.send(encodeFrame(typ, v)) }
+
+// push queues f, or, when f is an event of a type whose snapshot is being read, holds
+// it until the snapshot is queued (see beginSnapshot). It never blocks.
+func (c *conn) push(watchType string, f outFrame) {
+	c.mu.Lock()
+	ok := c.pushLocked(watchType, f)
+	c.mu.Unlock()
+	if !ok {
+		c.tooSlow(slowQueue)
+	}
+}
+
+// pushLocked is push with c.mu held. It reports false when the queue overflowed.
+func (c *conn) pushLocked(watchType string, f outFrame) bool {
+	if c.closeCode != 0 || c.finished {
+		return true // closing: nothing more is written
+	}
+	if watchType != "" {
+		if p := c.pending[watchType]; p != nil {
+			if len(p.frames) >= c.h.cfg.SendQueue {
+				return false
+			}
+			p.frames = append(p.frames, f)
+			return true
+		}
+	}
+	if len(c.queue) >= c.h.cfg.SendQueue {
+		return false
+	}
+	c.queue = append(c.queue, f)
+	if !c.writing {
+		c.writing = true
+		c.wg.Add(1)
+		go c.writeLoop()
+	}
+	return true
+}
+
+// writeLoop writes queued frames until the queue is empty or the socket closes.
+func (c *conn) writeLoop() {
+	defer c.wg.Done()
+	var batch []outFrame
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 || c.closeCode != 0 || c.finished {
+			if c.netConn != nil {
+				// coder/websocket writes too (pongs, the close frame), under deadlines
+				// of its own: one of ours left armed would fail them later. Cleared
+				// under mu, so it cannot clear the deadline of the next writer.
+				_ = c.netConn.SetWriteDeadline(time.Time{}) // fails only on a closed conn
+			}
+			c.writing = false
+			if cap(c.queue) > idleQueueCap {
+				c.queue = nil // an idle socket keeps no burst-sized array
+			}
+			c.mu.Unlock()
+			return
+		}
+		// Take the whole queue: the next frames queue behind it without waiting for
+		// these writes. Reuse the slice just written to spare an allocation.
+		batch, c.queue = c.queue, batch[:0]
+		c.mu.Unlock()
+
+		for i, f := range batch {
+			if c.shut.Load() { // closing: the close frame goes next, nothing after it
+				clear(batch[i:])
+				break
+			}
+			if err := c.write(f); err != nil {
+				c.mu.Lock()
+				c.writing = false
+				c.mu.Unlock()
+				return
+			}
+			batch[i] = outFrame{} // let the frame's bytes go
+		}
+	}
+}
+
+// write writes one frame within WriteTimeout. The deadline is the connection's own
+// (SetWriteDeadline), not a ctx: a ctx with a deadline costs every write a timer and a
+// registration, and this runs once per watcher per event.
+func (c *conn) write(f outFrame) error {
+	var err error
+	if c.netConn != nil {
+		_ = c.netConn.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout)) // fails only on a closed conn, which the write reports
+		err = c.ws.Write(c.h.readCtx, websocket.MessageText, f.b)
+	} else {
+		ctx, cancel := context.WithTimeout(c.h.ctx, c.h.cfg.WriteTimeout)
+		err = c.ws.Write(ctx, websocket.MessageText, f.b)
+		cancel()
+	}
+	if err != nil {
+		// Only a timeout says the client is slow; other errors are a connection
+		// already closing.
+		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+			c.tooSlow(slowWrite)
+		}
+		return err
+	}
+	if m := c.h.met.out[f.typ]; m != nil {
+		m.Inc()
+	}
+	return nil
+}
+
+// tooSlow closes a socket whose client does not read fast enough: 4429.
+func (c *conn) tooSlow(reason string) {
+	c.mu.Lock()
+	already := c.closeCode != 0 || c.finished
+	c.mu.Unlock()
+	if already {
+		return
+	}
+	c.h.met.slow.WithLabelValues(reason).Inc()
+	c.closeWith(protocol.CloseTooMany, reasonTooSlow)
+}
+
+// pendingFrames holds the events of one type while a snapshot of it is read, so that
+// none of them overtakes the snapshot: an event queued before a snapshot that was read
+// before the event's change would be undone by it. Each snapshot read in flight (a
+// watch, a resync) counts in ops.
+type pendingFrames struct {
+	frames []outFrame
+	ops    int
+}
+
+// beginSnapshot starts holding the events of typ, and returns where the held events of
+// this snapshot start.
+func (c *conn) beginSnapshot(typ string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.finished {
+		return 0
+	}
+	if c.pending == nil {
+		c.pending = map[string]*pendingFrames{}
+	}
+	p := c.pending[typ]
+	if p == nil {
+		p = &pendingFrames{}
+		c.pending[typ] = p
+	}
+	p.ops++
+	return len(p.frames)
+}
+
+// endSnapshot queues the snapshot, then the events held since its beginSnapshot. They
+// are kept while another snapshot of the type is in flight: that one needs them after
+// itself too (a duplicate event is harmless; a watcher applies it as a replace).
+func (c *conn) endSnapshot(typ string, start int, snap outFrame) {
+	c.mu.Lock()
+	p := c.pending[typ]
+	if p == nil { // finished meanwhile
+		c.mu.Unlock()
+		return
+	}
+	p.ops--
+	held := p.frames[min(start, len(p.frames)):]
+	if p.ops == 0 {
+		delete(c.pending, typ)
+		if len(c.pending) == 0 {
+			c.pending = nil // an idle socket keeps no map
+		}
+	}
+	ok := c.pushLocked("", snap)
+	for _, f := range held {
+		ok = ok && c.pushLocked("", f)
+	}
+	c.mu.Unlock()
+	if !ok {
+		c.tooSlow(slowQueue)
+	}
+}
