@@ -1,0 +1,470 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lockhub/lockhub/locks/redistest"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// TestMain fails the package when a test leaves a goroutine behind, looking until a
+// deadline: go-redis's re-dial goroutine notices a closed client only once a second.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			err := goleak.Find()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				fmt.Fprintln(os.Stderr, "goleak:", err)
+				code = 1
+				break
+			}
+		}
+	}
+	os.Exit(code)
+}
+
+// env returns a LookupEnv over vars only, so the tests never see the machine's.
+func env(vars ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(vars); i += 2 {
+		m[vars[i]] = vars[i+1]
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// syncBuffer collects logs written from the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// running is a Main serving in this process.
+type running struct {
+	m      *Main
+	url    string
+	logs   *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// start runs Main with args and environment, and waits until it listens.
+func start(t *testing.T, args []string, lookup func(string) (string, bool)) *running {
+	t.Helper()
+	r := &running{logs: &syncBuffer{}, done: make(chan error, 1)}
+	r.m = &Main{Args: append([]string{"--listen", "127.0.0.1:0"}, args...), LookupEnv: lookup, Stdout: r.logs, Stderr: io.Discard}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- r.m.Run(ctx) }()
+	t.Cleanup(func() { r.stop(t) })
+	select {
+	case <-r.m.Ready():
+	case err := <-r.done:
+		r.done <- err
+		t.Fatalf("Run: %v\n%s", err, r.logs)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("not listening after 10s\n%s", r.logs)
+	}
+	r.url = "http://" + r.m.Addr()
+	return r
+}
+
+// stop cancels Run and waits for it; it may be called more than once.
+func (r *running) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Run did not return 10s after its ctx was done\n%s", r.logs)
+		return nil
+	}
+}
+
+type answer struct {
+	status int
+	body   map[string]any
+	raw    string
+}
+
+func call(t *testing.T, method, url, token, body string) answer {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	a := answer{status: res.StatusCode, raw: string(raw)}
+	_ = json.Unmarshal(raw, &a.body) // not every answer is a JSON object
+	return a
+}
+
+func devToken(t *testing.T, base, oid string, roles ...string) string {
+	t.Helper()
+	if roles == nil {
+		roles = []string{}
+	}
+	b, _ := json.Marshal(map[string]any{"tenant": "acme", "oid": oid, "name": "User " + oid, "roles": roles})
+	a := call(t, "POST", base+"/dev/token", "", string(b))
+	tok, _ := a.body["token"].(string)
+	if a.status != 200 || tok == "" {
+		t.Fatalf("dev token: %d %s", a.status, a.raw)
+	}
+	return tok
+}
+
+func TestConfigErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  []string
+		want string // in the error
+	}{
+		{"bad duration", []string{"--lease", "5 minutes"}, nil, "--lease"},
+		{"bad duration from env", nil, []string{"LOCKHUB_RENEW_EVERY", "often"}, "LOCKHUB_RENEW_EVERY"},
+		{"negative grace", []string{"--release-grace=-1s"}, nil, "--release-grace"},
+		{"renew not shorter than lease", []string{"--lease", "1m", "--renew-every", "2m"}, nil, "--renew-every"},
+		{"jwks without issuer", []string{"--jwks-url", "https://login.example.com/keys", "--audience", "api://lockhub"}, nil, "--issuer"},
+		{"jwks without audience", nil, []string{"LOCKHUB_JWKS_URL", "https://login.example.com/keys", "LOCKHUB_ISSUER", "https://login.example.com/"}, "--audience"},
+		{"jwks not a URL", []string{"--jwks-url", "login.example.com", "--issuer", "i", "--audience", "a"}, nil, "--jwks-url"},
+		{"issuer without jwks", []string{"--issuer", "https://login.example.com/"}, nil, "--issuer"},
+		{"unparsable redis URL", []string{"--redis-url", "http://localhost:6379"}, nil, "--redis-url"},
+		{"redis URL from env", nil, []string{"LOCKHUB_REDIS_URL", "redis://h:notaport"}, "LOCKHUB_REDIS_URL"},
+		{"unparsable demo redis URL", []string{"--demo-redis-url", "mysql://x"}, nil, "--demo-redis-url"},
+		{"cluster without URL", []string{"--redis-cluster"}, nil, "--redis-cluster"},
+		{"cluster not a bool", nil, []string{"LOCKHUB_REDIS_CLUSTER", "maybe"}, "LOCKHUB_REDIS_CLUSTER"},
+		{"bad origin", []string{"--allowed-origins", "https://tms.example.com, ftp://x"}, nil, "--allowed-origins"},
+		{"origin with path", []string{"--allowed-origins", "https://tms.example.com/app"}, nil, "--allowed-origins"},
+		{"any origin", []string{"--allowed-origins", "https://*"}, nil, "--allowed-origins"},
+		{"bad lockable", []string{"--lockable", "ApprovalRequest,Bad{Type}"}, nil, "--lockable"},
+		{"no lockable", []string{"--lockable", " , "}, nil, "--lockable"},
+		{"bad listen", []string{"--listen", "8080"}, nil, "--listen"},
+		{"empty takeover role", []string{"--takeover-role="}, nil, "--takeover-role"},
+		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level"},
+		{"unknown flag", []string{"--redis", "x"}, nil, "redis"},
+		{"stray argument", []string{"serve"}, nil, "serve"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := &Main{Args: c.args, LookupEnv: env(c.env...), Stdout: io.Discard, Stderr: io.Discard}
+			err := m.Run(t.Context())
+			if err == nil {
+				t.Fatal("Run accepted it")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not name %s", err, c.want)
+			}
+			var ce *configError
+			if !errors.As(err, &ce) && !errors.Is(err, errUsage) {
+				t.Fatalf("error %q is neither a config nor a usage error: the exit status would be 1, not 2", err)
+			}
+			select {
+			case <-m.Ready():
+				t.Fatal("listening despite the bad setting")
+			default:
+			}
+		})
+	}
+}
+
+func TestConfigErrorsListEveryBadSetting(t *testing.T) {
+	_, err := parseConfig([]string{"--lease", "x", "--renew-every", "y"}, env(), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--lease") || !strings.Contains(err.Error(), "--renew-every") {
+		t.Fatalf("error %v does not name both settings", err)
+	}
+}
+
+func TestConfigErrorHidesPassword(t *testing.T) {
+	_, err := parseConfig([]string{"--redis-url", "redis://user:s3cr3t@host:port"}, env(), io.Discard)
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestConfigFlagWinsOverEnvironment(t *testing.T) {
+	c, err := parseConfig([]string{"--lease", "7m", "--redis-cluster", "--redis-url", "redis://a:7000"},
+		env("LOCKHUB_LEASE", "9m", "LOCKHUB_RENEW_EVERY", "3m", "LOCKHUB_LOCKABLE", "Order, ApprovalRequest",
+			"LOCKHUB_ALLOWED_ORIGINS", "https://tms.example.com , https://*.example.com", "LOCKHUB_TAKEOVER_ROLE", ""), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Lease != 7*time.Minute || c.RenewEvery != 3*time.Minute || !c.RedisCluster || c.RedisURL != "redis://a:7000" {
+		t.Fatalf("config %+v", c)
+	}
+	if strings.Join(c.Lockable, ",") != "Order,ApprovalRequest" || len(c.AllowedOrigins) != 2 {
+		t.Fatalf("config %+v", c)
+	}
+	if c.TakeoverRole != "Locks.TakeOver" || c.ReleaseGrace != 10*time.Second || c.Listen != ":8080" || !c.Development() {
+		t.Fatalf("defaults: %+v", c) // an empty variable counts as unset
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var usage bytes.Buffer
+	m := &Main{Args: []string{"-h"}, LookupEnv: env(), Stdout: io.Discard, Stderr: &usage}
+	if err := m.Run(t.Context()); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("Run -h: %v", err)
+	}
+	for _, s := range settings() {
+		if !strings.Contains(usage.String(), "-"+s.flag) || !strings.Contains(usage.String(), s.env) {
+			t.Fatalf("usage lacks %s / %s:\n%s", s.flag, s.env, usage.String())
+		}
+	}
+}
+
+// TestRun starts the whole service in-process with an embedded Redis and development
+// tokens, uses its HTTP API and its socket, and shuts it down: the socket is closed
+// with 1001 and Run returns nil.
+func TestRun(t *testing.T) {
+	r := start(t, nil, env())
+	if a := call(t, "GET", r.url+"/healthz", "", ""); a.status != 200 {
+		t.Fatalf("healthz: %d", a.status)
+	}
+	if a := call(t, "GET", r.url+"/readyz", "", ""); a.status != 200 {
+		t.Fatalf("readyz: %d %s", a.status, a.raw)
+	}
+	if a := call(t, "GET", r.url+"/", "", ""); a.status != 200 || !strings.Contains(strings.ToLower(a.raw), "<html") {
+		t.Fatalf("/: %d", a.status)
+	}
+	ada := devToken(t, r.url, "u-ada")
+	if a := call(t, "POST", r.url+"/api/locks/ApprovalRequest/r-1001", ada, ""); a.status != 200 || a.body["outcome"] != "acquired" {
+		t.Fatalf("claim: %d %s", a.status, a.raw)
+	}
+	if a := call(t, "POST", r.url+"/api/approval-requests/r-1002/approve", ada, ""); a.status != 200 {
+		t.Fatalf("approve: %d %s", a.status, a.raw)
+	}
+	if a := call(t, "GET", r.url+"/metrics", "", ""); a.status != 200 || !strings.Contains(a.raw, "lockhub_store_operations_total") || !strings.Contains(a.raw, "go_goroutines") {
+		t.Fatalf("metrics: %d", a.status)
+	}
+
+	// A socket, with a watch: shutdown closes it with 1001 going away.
+	c := dialAuth(t, "ws"+strings.TrimPrefix(r.url, "http")+"/ws", ada)
+	if _, err := c.Watch(t.Context(), "ApprovalRequest"); err != nil {
+		t.Fatal(err)
+	}
+	// A change made over HTTP reaches the socket like any other.
+	bob := devToken(t, r.url, "u-bob")
+	if a := call(t, "POST", r.url+"/api/locks/ApprovalRequest/r-1003", bob, ""); a.status != 200 {
+		t.Fatalf("claim: %d %s", a.status, a.raw)
+	}
+	select {
+	case ev := <-c.Events():
+		if ev.Op != protocol.OpAcquired || ev.Lock.EntityUID != "r-1003" || ev.Lock.HolderOID != "u-bob" {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event for a claim made over HTTP")
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the socket is still open after shutdown")
+	}
+	if got := c.CloseStatus(); got != protocol.CloseGoingAway {
+		t.Fatalf("closed with %d (%v), want 1001", got, c.Err())
+	}
+
+	logs := r.logs.String()
+	for _, want := range []string{"embedded Redis", "DEVELOPMENT MODE", "open http://127.0.0.1:", "lockhub stopped"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %q:\n%s", want, logs)
+		}
+	}
+	if strings.Contains(logs, ada) || strings.Contains(logs, ada[strings.LastIndex(ada, ".")+1:]) {
+		t.Error("a token was logged")
+	}
+	for line := range strings.SplitSeq(strings.TrimSpace(logs), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Fatalf("a log line that is not JSON (stdout is not a terminal): %s", line)
+		}
+	}
+}
+
+func dialAuth(t *testing.T, url, token string) *protocol.Client {
+	t.Helper()
+	c, err := protocol.Dial(t.Context(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := c.Auth(t.Context(), token); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestRunOnRedis runs on a real Redis given by URL, with the demo rows in another, and
+// says not ready when the lock Redis dies.
+func TestRunOnRedis(t *testing.T) {
+	lock, rows := redistest.StartServer(t), redistest.StartServer(t)
+	r := start(t, []string{"--redis-url", lock.URL()}, env("LOCKHUB_DEMO_REDIS_URL", rows.URL(), "LOCKHUB_LOCKABLE", "ApprovalRequest,Order"))
+	ada := devToken(t, r.url, "u-ada")
+	if a := call(t, "POST", r.url+"/api/locks/Order/o-1", ada, ""); a.status != 200 || a.body["outcome"] != "acquired" {
+		t.Fatalf("claim: %d %s", a.status, a.raw)
+	}
+	if a := call(t, "GET", r.url+"/api/approval-requests/r-1001", ada, ""); a.status != 200 {
+		t.Fatalf("row: %d %s", a.status, a.raw)
+	}
+	if n := rows.Client(t).Exists(t.Context(), "demo:{acme}:ApprovalRequest:r-1001").Val(); n != 1 {
+		t.Fatal("the row is not in the demo Redis")
+	}
+	if n := lock.Client(t).Exists(t.Context(), "demo:{acme}:ApprovalRequest:r-1001").Val(); n != 0 {
+		t.Fatal("the row is in the lock Redis")
+	}
+	if n := lock.Client(t).Exists(t.Context(), "lock:{acme}:Order:o-1").Val(); n != 1 {
+		t.Fatal("the lock is not in the lock Redis")
+	}
+	if strings.Contains(r.logs.String(), "embedded Redis") {
+		t.Fatal("embedded Redis despite --redis-url")
+	}
+
+	lock.Kill(t)
+	if a := call(t, "GET", r.url+"/readyz", "", ""); a.status != 503 {
+		t.Fatalf("readyz with the lock Redis dead: %d %s", a.status, a.raw)
+	}
+	if a := call(t, "GET", r.url+"/healthz", "", ""); a.status != 200 {
+		t.Fatalf("healthz: %d", a.status)
+	}
+	if a := call(t, "POST", r.url+"/api/locks/Order/o-2", ada, ""); a.status != 200 || a.body["outcome"] != "unknown" {
+		t.Fatalf("claim with Redis dead: %d %s", a.status, a.raw)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestSIGTERM builds the binary, starts it, opens a socket, and sends SIGTERM: the
+// socket is closed with 1001 and the process exits 0 within 10 s.
+func TestSIGTERM(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "lockhub")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.CommandContext(t.Context(), bin, "--listen", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "LOCKHUB_RELEASE_GRACE=10s")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default: // a test that stopped reading must not block the process
+			}
+		}
+		close(lines)
+		exited <- cmd.Wait() // after the pipe is drained, as os/exec requires
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // a no-op once it exited
+		<-exited
+	})
+
+	var addr string
+	deadline := time.After(10 * time.Second)
+	for addr == "" {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("exited before listening: %s", stderr.String())
+			}
+			var rec struct {
+				Msg    string `json:"msg"`
+				Listen string `json:"listen"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Listen != "" {
+				addr = rec.Listen
+			}
+		case <-deadline:
+			t.Fatal("not listening after 10s")
+		}
+	}
+	base := "http://" + addr
+	ada := devToken(t, base, "u-ada")
+	c := dialAuth(t, "ws://"+addr+"/ws", ada)
+	if res, err := c.Claim(t.Context(), "ApprovalRequest", "r-1001"); err != nil || res.Outcome != protocol.OutcomeAcquired {
+		t.Fatalf("claim: %v %v", res.Outcome, err)
+	}
+
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Done():
+		if got := c.CloseStatus(); got != protocol.CloseGoingAway {
+			t.Fatalf("socket closed with %d (%v), want 1001", got, c.Err())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("socket still open 10s after SIGTERM")
+	}
+	select {
+	case err := <-exited:
+		exited <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(10*time.Second - time.Since(sent)):
+		t.Fatal("still running 10s after SIGTERM")
+	}
+	if d := time.Since(sent); d > 10*time.Second {
+		t.Fatalf("took %s to exit", d)
+	}
+}

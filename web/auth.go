@@ -1,0 +1,87 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/lockhub/lockhub/hub"
+	"github.com/lockhub/lockhub/locks"
+)
+
+// identityKey is the context key of the caller's hub.Identity.
+type identityKey struct{}
+
+// IdentityFrom returns the identity of the request's bearer token, as set by the
+// Server for every /api route.
+func IdentityFrom(ctx context.Context) (hub.Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(hub.Identity)
+	return id, ok
+}
+
+// WithIdentity returns a copy of ctx carrying id, for handlers and tests that run
+// outside a Server.
+func WithIdentity(ctx context.Context, id hub.Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// authenticate checks the bearer token of every request it wraps with the same
+// Verifier as the hub's sockets (PROTOCOL.md §5): without a valid one it answers 401.
+// The token is never logged.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := s.verify(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
+	})
+}
+
+func (s *Server) verify(r *http.Request) (hub.Identity, error) {
+	token, ok := bearer(r.Header.Get("Authorization"))
+	if !ok {
+		return hub.Identity{}, &Error{Code: CodeUnauthorized, Message: "an Authorization: Bearer <token> header is required"}
+	}
+	id, err := s.verifier.Verify(r.Context(), token)
+	if err != nil {
+		// The verifier's error says why (expired, bad signature, wrong audience); it is
+		// the client's own token, so telling it helps and leaks nothing of ours.
+		return hub.Identity{}, &Error{Code: CodeUnauthorized, Message: "the bearer token is not valid: " + strings.TrimPrefix(err.Error(), "hub: "), Err: err}
+	}
+	// PROTOCOL.md §4: a token whose tenant or oid fails §1 is refused like any bad token.
+	if !locks.ValidTenant(id.Tenant) || !locks.ValidOID(id.OID) {
+		return hub.Identity{}, &Error{Code: CodeUnauthorized, Message: fmt.Sprintf("the token's tenant or oid is not a valid name (%q, %q)", short(id.Tenant), short(id.OID))}
+	}
+	return id, nil
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header (RFC 6750 §2.1;
+// the scheme is case-insensitive).
+func bearer(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// identity returns the caller of a request that passed authenticate.
+func identity(r *http.Request) hub.Identity {
+	id, ok := IdentityFrom(r.Context())
+	if !ok {
+		panic("web: a handler of an authenticated route ran without an identity")
+	}
+	return id
+}
+
+// short caps a string from a client for a message.
+func short(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}

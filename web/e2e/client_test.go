@@ -1,0 +1,699 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// These tests run lockhub.js in real Chromium against a fake hub: a WebSocket server
+// written here with coder/websocket that the test scripts frame by frame, so each
+// rule of PROTOCOL.md §4 the client must follow can be seen on the wire. No browser
+// API is mocked.
+
+// frame is a decoded JSON frame.
+type frame map[string]any
+
+func (f frame) str(k string) string { s, _ := f[k].(string); return s }
+
+// fakeHub serves the harness page, web/static, and a scripted /ws.
+type fakeHub struct {
+	srv   *httptest.Server
+	conns chan *fakeConn
+
+	mu  sync.Mutex
+	all []*fakeConn
+}
+
+// fakeConn is one accepted socket. Its frames are read by the handler goroutine that
+// accepted it, which returns when the socket closes.
+type fakeConn struct {
+	c      *websocket.Conn
+	frames chan frame
+	done   chan struct{} // closed when the reader stops
+	stop   chan struct{} // closed by the test cleanup
+	once   sync.Once
+}
+
+func newFakeHub(t *testing.T) *fakeHub {
+	t.Helper()
+	h := &fakeHub{conns: make(chan *fakeConn, 16)}
+	mux := http.NewServeMux()
+	mux.Handle("/static/", http.StripPrefix("/static/", http.FileServer(http.Dir("../static"))))
+	mux.HandleFunc("/harness.html", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFile(w, r, "testdata/harness.html")
+	})
+	mux.HandleFunc("/ws", h.serveWS)
+	h.srv = httptest.NewServer(mux)
+	t.Cleanup(func() {
+		h.mu.Lock()
+		all := h.all
+		h.mu.Unlock()
+		for _, c := range all {
+			c.shut()
+		}
+		for _, c := range all {
+			<-c.done
+		}
+		h.srv.Close()
+	})
+	return h
+}
+
+func (h *fakeHub) serveWS(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"lockhub.v1"}})
+	if err != nil {
+		return
+	}
+	fc := &fakeConn{c: c, frames: make(chan frame, 256), done: make(chan struct{}), stop: make(chan struct{})}
+	defer close(fc.done)
+	if c.Subprotocol() != "lockhub.v1" {
+		_ = c.Close(4400, "the client must ask for lockhub.v1") // the test then sees no connection
+		return
+	}
+	h.mu.Lock()
+	h.all = append(h.all, fc)
+	h.mu.Unlock()
+	h.conns <- fc
+	for {
+		typ, b, err := c.Read(context.Background())
+		if err != nil {
+			return
+		}
+		f := frame{}
+		if typ != websocket.MessageText || json.Unmarshal(b, &f) != nil {
+			f = frame{"type": "<not a JSON text frame>", "raw": string(b)}
+		}
+		select {
+		case fc.frames <- f:
+		case <-fc.stop:
+			return
+		}
+	}
+}
+
+// accept waits for the next connection.
+func (h *fakeHub) accept(t *testing.T) *fakeConn {
+	t.Helper()
+	select {
+	case c := <-h.conns:
+		return c
+	case <-time.After(5 * time.Second):
+		t.Fatal("fake hub: no connection within 5s")
+		return nil
+	}
+}
+
+// noConnection asserts that no connection arrives within d.
+func (h *fakeHub) noConnection(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-h.conns:
+		t.Fatalf("fake hub: a connection arrived; want none within %v", d)
+	case <-time.After(d):
+	}
+}
+
+func (c *fakeConn) shut() {
+	c.once.Do(func() {
+		close(c.stop)
+		_ = c.c.CloseNow() // unblocks the reader
+	})
+}
+
+// next returns the next frame the client sent.
+func (c *fakeConn) next(t *testing.T, within time.Duration) frame {
+	t.Helper()
+	select {
+	case f := <-c.frames:
+		return f
+	case <-c.done:
+		// Frames read before the close come first.
+		select {
+		case f := <-c.frames:
+			return f
+		default:
+		}
+		t.Fatal("fake hub: the client closed the socket")
+	case <-time.After(within):
+		t.Fatalf("fake hub: no frame within %v", within)
+	}
+	return nil
+}
+
+// expect returns the next frame, which must have type typ.
+func (c *fakeConn) expect(t *testing.T, typ string) frame {
+	t.Helper()
+	f := c.next(t, 5*time.Second)
+	if f.str("type") != typ {
+		t.Fatalf("fake hub: got frame %v, want type %q", f, typ)
+	}
+	return f
+}
+
+// waitFrame returns the first frame of type typ, skipping others (renewals, say).
+func (c *fakeConn) waitFrame(t *testing.T, typ string, within time.Duration) frame {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			t.Fatalf("fake hub: no %q frame within %v", typ, within)
+		}
+		if f := c.next(t, left); f.str("type") == typ {
+			return f
+		}
+	}
+}
+
+// noFrame asserts that the client sends nothing of type typ within d.
+func (c *fakeConn) noFrame(t *testing.T, typ string, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case f := <-c.frames:
+			if f.str("type") == typ {
+				t.Fatalf("fake hub: unexpected frame %v", f)
+			}
+		case <-deadline:
+			return
+		}
+	}
+}
+
+func (c *fakeConn) send(t *testing.T, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.c.Write(ctx, websocket.MessageText, b); err != nil {
+		t.Fatalf("fake hub: write: %v", err)
+	}
+}
+
+// reply answers request req with a frame of type typ and the given members.
+func (c *fakeConn) reply(t *testing.T, req frame, typ string, members map[string]any) {
+	t.Helper()
+	out := map[string]any{"id": req["id"], "type": typ}
+	for k, v := range members {
+		out[k] = v
+	}
+	c.send(t, out)
+}
+
+type welcomeOpts struct {
+	oid, name   string
+	renewMs     int
+	canTakeOver bool
+}
+
+// handshake reads the auth frame and answers with a welcome; it returns the auth frame.
+func (c *fakeConn) handshake(t *testing.T, w welcomeOpts) frame {
+	t.Helper()
+	auth := c.expect(t, "auth")
+	if _, ok := auth["id"]; ok {
+		t.Fatalf("the first auth frame has an id: %v", auth)
+	}
+	if auth.str("token") == "" {
+		t.Fatalf("the auth frame has no token: %v", auth)
+	}
+	if w.oid == "" {
+		w.oid, w.name = "u-me", "Me Myself"
+	}
+	if w.renewMs == 0 {
+		w.renewMs = 120000
+	}
+	c.send(t, map[string]any{
+		"type": "welcome", "connectionId": "c1", "tenant": "acme",
+		"holder":  map[string]any{"oid": w.oid, "name": w.name},
+		"leaseMs": 300000, "renewMs": w.renewMs, "serverTime": stamp(time.Now()),
+		"lockable": []string{"ApprovalRequest"}, "canTakeOver": w.canTakeOver,
+	})
+	return auth
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// lock is a lock record held by oid, acquired a minute ago, expiring after d.
+func lock(uid, oid, name string, d time.Duration) map[string]any {
+	now := time.Now()
+	return map[string]any{
+		"entityType": "ApprovalRequest", "entityUid": uid, "holderOid": oid, "holderName": name,
+		"acquiredAtUtc": stamp(now.Add(-time.Minute)), "expiresAtUtc": stamp(now.Add(d)),
+	}
+}
+
+func event(op string, l map[string]any, prev map[string]any) map[string]any {
+	ev := map[string]any{"type": "lock", "op": op, "lock": l, "at": stamp(time.Now())}
+	if prev != nil {
+		ev["previousHolder"] = prev
+	}
+	return ev
+}
+
+// clientEnv is one subtest's fake hub and harness tab.
+type clientEnv struct {
+	hub *fakeHub
+	tab *tab
+}
+
+func newClientEnv(t *testing.T, browser context.Context) *clientEnv {
+	t.Helper()
+	h := newFakeHub(t)
+	tb := newTab(t, browser, "harness", h.srv.URL+"/harness.html")
+	waitFor(t, tb, "the harness", `window.harnessReady === true`, 5*time.Second, `document.title`)
+	return &clientEnv{hub: h, tab: tb}
+}
+
+// start connects the client and completes the handshake.
+func (e *clientEnv) start(t *testing.T, opts string, w welcomeOpts) *fakeConn {
+	t.Helper()
+	eval[bool](t, e.tab, fmt.Sprintf(`start(%s)`, opts))
+	c := e.hub.accept(t)
+	c.handshake(t, w)
+	waitFor(t, e.tab, "state open", `window.client.state.state === 'open'`, 5*time.Second, `window.states`)
+	return c
+}
+
+// TestClient checks lockhub.js against PROTOCOL.md §3 and §4 in real Chromium.
+//
+// The subtests run in parallel, each with its own fake hub and its own tab in a
+// browser context of one shared Chromium.
+func TestClient(t *testing.T) {
+	t.Parallel() // alongside TestStory: both mostly wait on a browser
+	browser := startBrowser(t)
+
+	t.Run("PureHelpers", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		checks := map[string]string{
+			"backoff never reaches its cap": `lh.backoffDelay(0, 500, 30000, () => 0.9999) === 499`,
+			"backoff doubles":               `lh.backoffDelay(3, 500, 30000, () => 0.9999) === 3999`,
+			"backoff is capped":             `lh.backoffDelay(20, 500, 30000, () => 0.9999) === 29997`,
+			"full jitter starts at zero":    `lh.backoffDelay(5, 500, 30000, () => 0) === 0`,
+			"jitter spreads": `(() => { const s = new Set(); for (let i = 0; i < 50; i++) s.add(lh.backoffDelay(4)); return s.size > 10 &&
+				[...s].every((d) => d >= 0 && d < 8000); })()`,
+			"jwt exp is read":          `lh.jwtExpiry(makeToken(2000000000, 1)) === 2000000000 * 1000`,
+			"jwt without exp":          `lh.jwtExpiry(makeToken(undefined, 1)) === null`,
+			"not a jwt":                `lh.jwtExpiry('garbage') === null && lh.jwtExpiry('a.%%%.b') === null`,
+			"base64url in jwt":         `lh.jwtExpiry('x.' + btoa(JSON.stringify({exp: 1, s: '?>?>~~~'})).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '') + '.y') === 1000`,
+			".NET times, 7 digits":     `lh.parseTime('2026-12-02T09:15:00.1234567Z') === Date.UTC(2026, 11, 2, 9, 15, 0, 123)`,
+			"times without fraction":   `lh.parseTime('2026-12-02T09:15:00Z') === Date.UTC(2026, 11, 2, 9, 15, 0, 0)`,
+			"times with an offset":     `lh.parseTime('2026-12-02T10:15:00.5+01:00') === Date.UTC(2026, 11, 2, 9, 15, 0, 500)`,
+			"not a time":               `Number.isNaN(lh.parseTime('yesterday'))`,
+			"clock is HH:MM":           `/^\d\d:\d\d$/.test(lh.formatClock('2026-12-02T09:15:00.000Z'))`,
+			"remaining time":           `lh.formatRemaining(65000) === '1:05' && lh.formatRemaining(-5) === '0:00' && lh.formatRemaining(3723000) === '1:02:03'`,
+			"banner text of the issue": `/^Locked by Ada Lovelace since \d\d:\d\d \(until \d\d:\d\d\)$/.test(lh.lockedByText({holderName: 'Ada Lovelace', acquiredAtUtc: '2026-12-02T09:15:00.123Z', expiresAtUtc: '2026-12-02T09:20:00.123Z'}))`,
+		}
+		for name, js := range checks {
+			if !eval[bool](t, e.tab, js) {
+				t.Errorf("%s: %s is false", name, short(js))
+			}
+		}
+	})
+
+	t.Run("AuthFirstThenRequestsQueuedUntilWelcome", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		// A claim made before the socket is up waits for the welcome.
+		eval[bool](t, e.tab, `start({}) && (window.p = client.claim('ApprovalRequest', 'r-1').then((r) => window.res = r), true)`)
+		c := e.hub.accept(t)
+		c.handshake(t, welcomeOpts{})
+		// The type of a held lock is watched first (for its events), then the claim goes.
+		c.expect(t, "watch")
+		req := c.expect(t, "claim")
+		if req.str("entityType") != "ApprovalRequest" || req.str("entityUid") != "r-1" || req.str("id") == "" {
+			t.Fatalf("claim frame %v", req)
+		}
+		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+		waitFor(t, e.tab, "the claim result", `window.res && window.res.outcome === 'acquired'`, 5*time.Second, `window.res`)
+		if got := eval[[]string](t, e.tab, `states`); strings.Join(got, ",") != "connecting,open" {
+			t.Errorf("states %v, want connecting,open", got)
+		}
+		if !eval[bool](t, e.tab, `client.held().length === 1 && client.me.oid === 'u-me'`) {
+			t.Error("the lock is not held")
+		}
+	})
+
+	t.Run("ErrorFrameRejects", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		eval[bool](t, e.tab, `(client.claim('Nope', 'r-1').catch((err) => window.err = err), true)`)
+		req := c.waitFrame(t, "claim", 5*time.Second)
+		c.reply(t, req, "error", map[string]any{"code": "not_lockable", "message": "not lockable; lockable: ApprovalRequest"})
+		waitFor(t, e.tab, "the rejection", `window.err && window.err.code === 'not_lockable' && window.err instanceof lh.LockhubError`, 5*time.Second, `String(window.err)`)
+	})
+
+	t.Run("TokenRefreshedInBand", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		// The token expires in 31 s: the client refreshes 30 s before, so in about 1 s.
+		c := e.start(t, `{expIn: 31}`, welcomeOpts{})
+		f := c.waitFrame(t, "auth", 5*time.Second)
+		if f.str("id") == "" {
+			t.Fatalf("the refresh auth frame has no id: %v", f)
+		}
+		if got := eval[[]string](t, e.tab, `tokens`); len(got) != 2 || f.str("token") != got[1] {
+			t.Fatalf("refresh sent token %q; tokens fetched %v", f.str("token"), got)
+		}
+		c.reply(t, f, "result", map[string]any{"outcome": "refreshed"})
+		if eval[int](t, e.tab, `states.filter((s) => s !== 'open').length`) != 1 {
+			t.Errorf("the refresh reconnected: states %v", eval[[]string](t, e.tab, `states`))
+		}
+	})
+
+	t.Run("ReconnectReauthRewatchReclaim", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		eval[bool](t, e.tab, `(window.w = client.watch('ApprovalRequest', (m, ch) => changes.push(ch.op)), client.claim('ApprovalRequest', 'r-1'), true)`)
+		for range 2 {
+			f := c.next(t, 5*time.Second)
+			switch f.str("type") {
+			case "watch":
+				c.reply(t, f, "snapshot", map[string]any{"entityType": "ApprovalRequest", "locks": []any{}})
+			case "claim":
+				c.reply(t, f, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+			default:
+				t.Fatalf("unexpected frame %v", f)
+			}
+		}
+		waitFor(t, e.tab, "held", `client.held().length === 1`, 5*time.Second, `client.state`)
+		// The hub dies without a close frame.
+		c.shut()
+		c2 := e.hub.accept(t)
+		auth := c2.handshake(t, welcomeOpts{})
+		if got := eval[[]string](t, e.tab, `tokens`); len(got) != 2 || auth.str("token") != got[1] {
+			t.Errorf("reconnect authenticated with %q; tokens fetched %v (want a fresh one)", auth.str("token"), got)
+		}
+		seen := map[string]bool{}
+		for range 2 {
+			f := c2.next(t, 5*time.Second)
+			seen[f.str("type")] = true
+			switch f.str("type") {
+			case "watch":
+				c2.reply(t, f, "snapshot", map[string]any{"entityType": "ApprovalRequest", "locks": []any{lock("r-1", "u-me", "Me Myself", 5*time.Minute)}})
+			case "claim":
+				if f.str("entityUid") != "r-1" {
+					t.Fatalf("re-claim of %v", f)
+				}
+				c2.reply(t, f, "result", map[string]any{"outcome": "renewed", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+			default:
+				t.Fatalf("unexpected frame after reconnect %v", f)
+			}
+		}
+		if !seen["watch"] || !seen["claim"] {
+			t.Fatalf("after reconnect got %v, want watch and claim", seen)
+		}
+		waitFor(t, e.tab, "whole again", `client.state.state === 'open' && w.locks.has('r-1') && client.held().length === 1`, 5*time.Second, `[client.state, [...w.locks.keys()]]`)
+		if got := strings.Join(eval[[]string](t, e.tab, `states`), ","); !strings.Contains(got, "open,reconnecting") || !strings.HasSuffix(got, "open") {
+			t.Errorf("states %s", got)
+		}
+	})
+
+	t.Run("NoReconnectAfter4403", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		_ = c.c.Close(4403, "identity changed") // the reason is checked by the client's state below
+		waitFor(t, e.tab, "forbidden", `client.state.state === 'forbidden'`, 5*time.Second, `states`)
+		e.hub.noConnection(t, 1500*time.Millisecond) // backoff here is at most 200 ms
+	})
+
+	t.Run("ReconnectsAfter4401WithNewToken", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		_ = c.c.Close(4401, "token expired") // the reconnect below is the check
+		c2 := e.hub.accept(t)
+		auth := c2.handshake(t, welcomeOpts{})
+		if got := eval[[]string](t, e.tab, `tokens`); len(got) != 2 || got[1] != auth.str("token") {
+			t.Errorf("tokens %v; reconnect used %q", got, auth.str("token"))
+		}
+		// getToken is told that the last token was refused, so it fetches a new one,
+		// and the client came back at once: the hub is there, only the token was bad.
+		if !eval[bool](t, e.tab, `whys.length === 2 && whys[0].rejected === false && whys[1].rejected === true && whys[1].reason === 'connect'`) {
+			t.Errorf("getToken was asked %s", eval[string](t, e.tab, `JSON.stringify(whys)`))
+		}
+		if !eval[bool](t, e.tab, `stateLog.some((s) => s.state === 'reconnecting' && s.retryInMs === 0 && s.code === 4401)`) {
+			t.Errorf("no immediate retry after 4401: %s", eval[string](t, e.tab, `JSON.stringify(stateLog)`))
+		}
+		// Expired later: at once again. But a fresh token refused too: back off.
+		_ = c2.c.Close(4401, "token expired") // the reconnect below is the check
+		c3 := e.hub.accept(t)
+		c3.expect(t, "auth")
+		_ = c3.c.Close(4401, "still not") // the backoff below is the check
+		c4 := e.hub.accept(t)
+		c4.expect(t, "auth")
+		if !eval[bool](t, e.tab, `stateLog.filter((s) => s.state === 'reconnecting' && s.retryInMs === 0).length === 2 &&
+			stateLog.some((s) => s.state === 'reconnecting' && s.attempt === 1 && s.code === 4401)`) {
+			t.Errorf("no backoff after a fresh token was refused: %s", eval[string](t, e.tab, `JSON.stringify(stateLog)`))
+		}
+	})
+
+	t.Run("WatchSnapshotEventsLocalExpiry", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		eval[bool](t, e.tab, `(window.w = client.watch('ApprovalRequest', (m, ch) => changes.push(ch.op + ':' + (ch.lock ? ch.lock.entityUid : '') + (ch.local ? ':local' : ''))), true)`)
+		req := c.expect(t, "watch")
+		c.reply(t, req, "snapshot", map[string]any{"entityType": "ApprovalRequest", "locks": []any{
+			lock("r-1", "u-ada", "Ada Lovelace", time.Minute),
+			lock("r-2", "u-grace", "Grace Hopper", 1200*time.Millisecond),
+			lock("r-9", "u-old", "Already Gone", -time.Second),
+		}})
+		waitFor(t, e.tab, "the snapshot", `w.locks.size === 2 && w.locks.has('r-1') && w.locks.has('r-2')`, 5*time.Second, `[...w.locks.keys()]`)
+		c.send(t, event("Acquired", lock("r-3", "u-ada", "Ada Lovelace", time.Minute), nil))
+		c.send(t, event("Released", lock("r-1", "u-ada", "Ada Lovelace", time.Minute), nil))
+		waitFor(t, e.tab, "the events", `w.locks.has('r-3') && !w.locks.has('r-1')`, 5*time.Second, `[...w.locks.keys()]`)
+		// r-2's lease ends and the hub says nothing: the client hides it itself.
+		waitFor(t, e.tab, "local expiry", `!w.locks.has('r-2') && changes.includes('Expired:r-2:local')`, 5*time.Second, `changes`)
+		// An unsolicited snapshot (the hub resynced after losing Redis) replaces the map.
+		c.send(t, map[string]any{"type": "snapshot", "entityType": "ApprovalRequest", "locks": []any{lock("r-4", "u-ada", "Ada Lovelace", time.Minute)}})
+		waitFor(t, e.tab, "the resync", `w.locks.size === 1 && w.locks.has('r-4')`, 5*time.Second, `[...w.locks.keys()]`)
+		eval[bool](t, e.tab, `(w.close(), true)`)
+		c.expect(t, "unwatch")
+	})
+
+	t.Run("RenewsEveryRenewMs", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{renewMs: 600})
+		eval[bool](t, e.tab, `(client.claim('ApprovalRequest', 'r-1'), true)`)
+		c.expect(t, "watch") // a held lock's type is watched, for its events
+		req := c.expect(t, "claim")
+		at := time.Now()
+		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+		for i := range 2 {
+			r := c.waitFrame(t, "renew", 3*time.Second)
+			if d := time.Since(at); d < 500*time.Millisecond {
+				t.Errorf("renewal %d after %v; renewMs is 600", i, d)
+			}
+			at = time.Now()
+			c.reply(t, r, "result", map[string]any{"outcome": "renewed", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+		}
+	})
+
+	t.Run("RenewsAtOnceWhenLeaseEndsSooner", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{renewMs: 120000})
+		eval[bool](t, e.tab, `(client.claim('ApprovalRequest', 'r-1'), true)`)
+		c.expect(t, "watch")
+		req := c.expect(t, "claim")
+		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+		waitFor(t, e.tab, "held", `client.held().length === 1`, 5*time.Second, ``)
+		c.noFrame(t, "renew", 300*time.Millisecond)
+		// Another tab of mine closed: the hub cut the lease to its release grace.
+		c.send(t, event("Renewed", lock("r-1", "u-me", "Me Myself", 10*time.Second), nil))
+		r := c.waitFrame(t, "renew", 2*time.Second)
+		if r.str("entityUid") != "r-1" {
+			t.Fatalf("renew %v", r)
+		}
+	})
+
+	t.Run("ReleasesOnPagehide", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		eval[bool](t, e.tab, `(client.claim('ApprovalRequest', 'r-1'), true)`)
+		c.expect(t, "watch")
+		req := c.expect(t, "claim")
+		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+		waitFor(t, e.tab, "held", `client.held().length === 1`, 5*time.Second, ``)
+		eval[bool](t, e.tab, `dispatchEvent(new PageTransitionEvent('pagehide', {persisted: false}))`)
+		r := c.waitFrame(t, "release", 2*time.Second)
+		if r.str("entityUid") != "r-1" {
+			t.Fatalf("release %v", r)
+		}
+	})
+
+	t.Run("ReleasesWhenTheTabCloses", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		eval[bool](t, e.tab, `(client.claim('ApprovalRequest', 'r-1'), true)`)
+		c.expect(t, "watch")
+		req := c.expect(t, "claim")
+		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+		waitFor(t, e.tab, "held", `client.held().length === 1`, 5*time.Second, ``)
+		e.tab.close()
+		r := c.waitFrame(t, "release", 2*time.Second)
+		if r.str("entityUid") != "r-1" {
+			t.Fatalf("release %v", r)
+		}
+	})
+
+	t.Run("FormBlockedThenClaimsOnItsOwn", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		eval[bool](t, e.tab, `(window.f = client.lockForm(document.getElementById('form'), 'ApprovalRequest', 'r-1'), true)`)
+		for range 2 {
+			f := c.next(t, 5*time.Second)
+			switch f.str("type") {
+			case "watch":
+				c.reply(t, f, "snapshot", map[string]any{"entityType": "ApprovalRequest", "locks": []any{lock("r-1", "u-ada", "Ada Lovelace", time.Minute)}})
+			case "claim":
+				c.reply(t, f, "result", map[string]any{"outcome": "locked", "lock": lock("r-1", "u-ada", "Ada Lovelace", time.Minute)})
+			}
+		}
+		waitFor(t, e.tab, "blocked", `f.state === 'locked' && document.getElementById('form-body').inert`, 5*time.Second, `f.state`)
+		text := eval[string](t, e.tab, `document.querySelector('[data-testid=lock-banner]').textContent`)
+		if !strings.HasPrefix(text, "Locked by Ada Lovelace since ") || !strings.Contains(text, "(until ") {
+			t.Errorf("banner %q", text)
+		}
+		if eval[bool](t, e.tab, `document.querySelector('[data-testid=lock-banner]').hidden`) {
+			t.Error("the banner is hidden")
+		}
+		if eval[bool](t, e.tab, `!document.querySelector('[data-testid=lock-takeover]').hidden`) {
+			t.Error("a takeover button without canTakeOver")
+		}
+		// Ada releases: the form claims on its own.
+		c.send(t, event("Released", lock("r-1", "u-ada", "Ada Lovelace", time.Minute), nil))
+		req := c.waitFrame(t, "claim", 2*time.Second)
+		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+		waitFor(t, e.tab, "held", `f.state === 'held' && !document.getElementById('form-body').inert && document.querySelector('[data-testid=lock-banner]').hidden`, 5*time.Second, `f.state`)
+		// A supervisor takes it over: told who, read-only, no claim back.
+		c.send(t, event("TakenOver", lock("r-1", "u-margaret", "Margaret Hamilton", 5*time.Minute), map[string]any{"oid": "u-me", "name": "Me Myself"}))
+		waitFor(t, e.tab, "taken over", `f.state === 'takenOver'`, 5*time.Second, `f.state`)
+		text = eval[string](t, e.tab, `document.querySelector('[data-testid=lock-banner]').textContent`)
+		if !strings.Contains(text, "Margaret Hamilton took over") {
+			t.Errorf("banner %q", text)
+		}
+		if !eval[bool](t, e.tab, `document.getElementById('title').readOnly && document.getElementById('approve').disabled`) {
+			t.Error("the form is not read-only")
+		}
+		c.send(t, event("Released", lock("r-1", "u-margaret", "Margaret Hamilton", 5*time.Minute), nil))
+		c.noFrame(t, "claim", 500*time.Millisecond)
+		// Closing restores the form and releases nothing (it is not ours).
+		eval[bool](t, e.tab, `(f.close(), true)`)
+		c.noFrame(t, "release", 300*time.Millisecond)
+		if !eval[bool](t, e.tab, `!document.getElementById('title').readOnly && !document.querySelector('[data-testid=lock-banner]')`) {
+			t.Error("close did not restore the form")
+		}
+	})
+
+	t.Run("FormClaimsWhenHolderLeaseRunsOut", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		eval[bool](t, e.tab, `(window.f = client.lockForm(document.getElementById('form'), 'ApprovalRequest', 'r-1'), true)`)
+		for range 2 {
+			f := c.next(t, 5*time.Second)
+			switch f.str("type") {
+			case "watch":
+				c.reply(t, f, "snapshot", map[string]any{"entityType": "ApprovalRequest", "locks": []any{}})
+			case "claim":
+				c.reply(t, f, "result", map[string]any{"outcome": "locked", "lock": lock("r-1", "u-ada", "Ada Lovelace", 800*time.Millisecond)})
+			}
+		}
+		// No Released, no Expired: the lease passes and the form tries on its own.
+		req := c.waitFrame(t, "claim", 3*time.Second)
+		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+		waitFor(t, e.tab, "held", `f.state === 'held'`, 5*time.Second, `f.state`)
+		// Closing the form releases the lock.
+		eval[bool](t, e.tab, `(f.close(), true)`)
+		if r := c.waitFrame(t, "release", 2*time.Second); r.str("entityUid") != "r-1" {
+			t.Fatalf("release %v", r)
+		}
+	})
+
+	t.Run("FormFailsOpenOnUnknown", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		eval[bool](t, e.tab, `(window.f = client.lockForm(document.getElementById('form'), 'ApprovalRequest', 'r-1'), true)`)
+		c.expect(t, "watch")
+		req := c.waitFrame(t, "claim", 2*time.Second)
+		c.reply(t, req, "result", map[string]any{"outcome": "unknown", "lock": nil})
+		waitFor(t, e.tab, "unknown", `f.state === 'unknown'`, 5*time.Second, `f.state`)
+		if !eval[bool](t, e.tab, `!document.getElementById('form-body').inert && !document.getElementById('title').readOnly`) {
+			t.Error("the form is not editable when the store is down")
+		}
+		if !eval[bool](t, e.tab, `document.querySelector('[data-testid=lock-banner]').dataset.kind === 'quiet' && !document.querySelector('[data-testid=lock-banner]').hidden`) {
+			t.Error("no quiet note")
+		}
+	})
+
+	t.Run("FormTakeoverButton", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{oid: "u-margaret", name: "Margaret Hamilton", canTakeOver: true})
+		eval[bool](t, e.tab, `(window.f = client.lockForm(document.getElementById('form'), 'ApprovalRequest', 'r-1'), true)`)
+		c.expect(t, "watch")
+		req := c.waitFrame(t, "claim", 2*time.Second)
+		c.reply(t, req, "result", map[string]any{"outcome": "locked", "lock": lock("r-1", "u-grace", "Grace Hopper", time.Minute)})
+		waitFor(t, e.tab, "the takeover button", `!document.querySelector('[data-testid=lock-takeover]').hidden`, 5*time.Second, `f.state`)
+		click(t, e.tab, "lock-takeover")
+		req = c.waitFrame(t, "takeover", 2*time.Second)
+		c.reply(t, req, "result", map[string]any{"outcome": "takenOver", "lock": lock("r-1", "u-margaret", "Margaret Hamilton", 5*time.Minute),
+			"previousHolder": map[string]any{"oid": "u-grace", "name": "Grace Hopper"}})
+		waitFor(t, e.tab, "held", `f.state === 'held' && document.querySelector('[data-testid=lock-banner]').hidden`, 5*time.Second, `f.state`)
+	})
+
+	t.Run("Grid", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		eval[bool](t, e.tab, `(window.g = client.lockGrid(document.getElementById('grid'), 'ApprovalRequest', 'data-uid'), true)`)
+		req := c.expect(t, "watch")
+		c.reply(t, req, "snapshot", map[string]any{"entityType": "ApprovalRequest", "locks": []any{
+			lock("r-1", "u-ada", "Ada Lovelace", time.Minute),
+			lock("r-2", "u-me", "Me Myself", time.Minute),
+		}})
+		waitFor(t, e.tab, "the column", `document.querySelector('tr[data-uid=r-1]').dataset.lockState === 'other'`, 5*time.Second, `document.getElementById('grid').outerHTML`)
+		checks := map[string]string{
+			"header":           `document.querySelector('#grid thead th[data-lockhub-col]').textContent === 'Locked by'`,
+			"holder named":     `document.querySelector('tr[data-uid=r-1] [data-testid=locked-by]').textContent.includes('Ada Lovelace')`,
+			"live expiry":      `/until \d\d:\d\d · \d+:\d\d/.test(document.querySelector('tr[data-uid=r-1] .lockhub-expiry').textContent)`,
+			"other's dimmed":   `document.querySelector('tr[data-uid=r-1]').classList.contains('lockhub-locked') && getComputedStyle(document.querySelector('tr[data-uid=r-1] td')).opacity < 1`,
+			"mine marked":      `document.querySelector('tr[data-uid=r-2]').classList.contains('lockhub-mine') && !document.querySelector('tr[data-uid=r-2]').classList.contains('lockhub-locked')`,
+			"one cell per row": `[...document.querySelectorAll('#grid tbody tr')].every((tr) => tr.querySelectorAll('[data-lockhub-cell]').length === 1)`,
+		}
+		for name, js := range checks {
+			if !eval[bool](t, e.tab, js) {
+				t.Errorf("%s: %s is false", name, short(js))
+			}
+		}
+		// A row added later is decorated, and events keep it live.
+		eval[bool](t, e.tab, `(document.querySelector('#grid tbody').insertAdjacentHTML('beforeend', '<tr data-uid="r-3"><td>r-3</td></tr>'), true)`)
+		c.send(t, event("Acquired", lock("r-3", "u-grace", "Grace Hopper", time.Minute), nil))
+		waitFor(t, e.tab, "the new row", `document.querySelector('tr[data-uid=r-3]').dataset.lockState === 'other' && document.querySelector('tr[data-uid=r-3]').textContent.includes('Grace Hopper')`, 5*time.Second, `document.querySelector('tr[data-uid=r-3]').outerHTML`)
+		c.send(t, event("Expired", lock("r-1", "u-ada", "Ada Lovelace", 0), nil))
+		waitFor(t, e.tab, "r-1 free", `document.querySelector('tr[data-uid=r-1]').dataset.lockState === 'free' && !document.querySelector('tr[data-uid=r-1]').classList.contains('lockhub-locked')`, 5*time.Second, ``)
+	})
+}

@@ -1,0 +1,145 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// The lock API of PROTOCOL.md §5: the operations of §2 over HTTP, with the same
+// outcomes as the socket. Changes made here are published by the store like any other,
+// so every socket watching the type sees them.
+
+// lockResult is the body of a lock operation: the socket's result frame without id and
+// type.
+type lockResult struct {
+	Outcome        protocol.Outcome `json:"outcome"`
+	Lock           *protocol.Lock   `json:"lock"`
+	PreviousHolder *protocol.Holder `json:"previousHolder,omitempty"`
+}
+
+// lockList is the body of list and mine.
+type lockList struct {
+	Locks []protocol.Lock `json:"locks"`
+}
+
+// outcomeStatus is the HTTP status of each outcome (PROTOCOL.md §5). Unknown is 200:
+// the store failed open, and a client goes on without a lock.
+func outcomeStatus(o protocol.Outcome) int {
+	switch o {
+	case protocol.OutcomeLocked, protocol.OutcomeLost, protocol.OutcomeNotHeld:
+		return http.StatusConflict
+	case protocol.OutcomeForbidden:
+		return http.StatusForbidden
+	}
+	return http.StatusOK
+}
+
+func writeResult(w http.ResponseWriter, res locks.Result) {
+	body := lockResult{Outcome: res.Outcome, Lock: res.Lock}
+	if res.Outcome == protocol.OutcomeTakenOver {
+		body.PreviousHolder = res.PreviousHolder
+	}
+	writeJSON(w, outcomeStatus(res.Outcome), body)
+}
+
+func writeLocks(w http.ResponseWriter, ls []protocol.Lock) {
+	if ls == nil {
+		ls = []protocol.Lock{}
+	}
+	writeJSON(w, http.StatusOK, lockList{Locks: ls})
+}
+
+// claim: POST /api/locks/{type}/{uid}.
+func (s *Server) claim(w http.ResponseWriter, r *http.Request) {
+	id := identity(r)
+	res, err := s.store.Claim(r.Context(), ref(r, id), id.Holder(), "")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeResult(w, res)
+}
+
+// renew: PUT /api/locks/{type}/{uid}.
+func (s *Server) renew(w http.ResponseWriter, r *http.Request) {
+	id := identity(r)
+	res, err := s.store.Renew(r.Context(), ref(r, id), id.Holder(), "")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeResult(w, res)
+}
+
+// release: DELETE /api/locks/{type}/{uid}.
+func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+	id := identity(r)
+	res, err := s.store.Release(r.Context(), ref(r, id), id.Holder())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeResult(w, res)
+}
+
+// takeover: POST /api/locks/{type}/{uid}/takeover.
+func (s *Server) takeover(w http.ResponseWriter, r *http.Request) {
+	id := identity(r)
+	res, err := s.store.Takeover(r.Context(), ref(r, id), id.Holder(), "", id.HasRole(s.takeoverRole))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeResult(w, res)
+}
+
+// get: GET /api/locks/{type}/{uid}; the lock itself, or 404 when it is free.
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	id := identity(r)
+	ref := ref(r, id)
+	l, err := s.store.Get(r.Context(), ref)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if l == nil {
+		s.fail(w, r, Errorf(CodeNotFound, "%s %s is not locked", ref.Type, ref.UID))
+		return
+	}
+	writeJSON(w, http.StatusOK, l)
+}
+
+// list: GET /api/locks/{type}.
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	id := identity(r)
+	ls, err := s.store.List(r.Context(), id.Tenant, param(r, "type"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeLocks(w, ls)
+}
+
+// mine: GET /api/me/locks.
+func (s *Server) mine(w http.ResponseWriter, r *http.Request) {
+	id := identity(r)
+	ls, err := s.store.Mine(r.Context(), id.Tenant, id.OID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeLocks(w, ls)
+}
+
+// lockedError is the 409 of a guarded write: another user holds l.
+func lockedError(l *protocol.Lock) *Error {
+	return &Error{
+		Code: CodeLocked,
+		Message: fmt.Sprintf("%s %s is being edited by %s until %s", l.EntityType, l.EntityUID,
+			l.HolderName, l.ExpiresAt),
+		Lock: l,
+	}
+}
