@@ -1,33 +1,9 @@
 package web_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
-	"time"
 
-	"go.uber.org/goleak"
+	"github.com/lockhub/lockhub/locks/redistest"
 )
 
-// TestMain fails the package when a test leaves a goroutine behind. After dial
-// failures go-redis starts a goroutine that re-dials once a second and notices a
-// closed client only then, so leaks are looked for until a deadline rather than once
-// (goleak.Find alone retries for about half a second).
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			err := goleak.Find()
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				fmt.Fprintln(os.Stderr, "goleak:", err)
-				code = 1
-				break
-			}
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.VerifyTestMain(m) }

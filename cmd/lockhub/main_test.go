@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -19,32 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
 
-// TestMain fails the package when a test leaves a goroutine behind, looking until a
-// deadline: go-redis's re-dial goroutine notices a closed client only once a second.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			err := goleak.Find()
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				fmt.Fprintln(os.Stderr, "goleak:", err)
-				code = 1
-				break
-			}
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.VerifyTestMain(m) }
 
 // env returns a LookupEnv over vars only, so the tests never see the machine's.
 func env(vars ...string) func(string) (string, bool) {
