@@ -81,8 +81,8 @@
 // A graceful shutdown (Shutdown, 1001) detaches each socket's locks without releasing
 // them: its clients reconnect to another instance within the grace and claim again,
 // and a client that does not is covered by its lease. Release timers still pending when
-// Run stops are settled at once: those sockets closed before the shutdown, not because
-// of it, and their locks should not outlive them by a lease.
+// Run stops are settled the same way, detached without release: nobody is left to wait
+// out their grace, and such a client may be reconnecting elsewhere right now.
 //
 // # Concurrency
 //

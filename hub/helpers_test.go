@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,6 +38,9 @@ type testHub struct {
 	auth  *DevAuth
 	reg   *prometheus.Registry
 	mr    *miniredis.Miniredis // set by startMini
+	// stop shuts the hub down as cmd/lockhub does (Shutdown, then Run's ctx) and waits
+	// for Run; the test's cleanup calls it too, so a test may stop a hub early.
+	stop func()
 }
 
 // hubOptions adjusts a test hub's configs.
@@ -110,7 +114,7 @@ func startHub(t testing.TB, rdb redis.UniversalClient, o hubOptions) *testHub {
 		srv.Listener = sndbufListener{srv.Listener, o.sndbuf}
 	}
 	srv.Start()
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer scancel()
 		if err := h.Shutdown(sctx); err != nil {
@@ -122,7 +126,8 @@ func startHub(t testing.TB, rdb redis.UniversalClient, o hubOptions) *testHub {
 		}
 		srv.Close()
 	})
-	return &testHub{t: t, hub: h, store: store, srv: srv, url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", auth: auth, reg: preg}
+	t.Cleanup(stop)
+	return &testHub{t: t, hub: h, store: store, srv: srv, url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", auth: auth, reg: preg, stop: stop}
 }
 
 // sndbufListener sets the send buffer of each connection it accepts, so that a client

@@ -38,19 +38,21 @@ type releaser struct {
 // thousand Redis calls at once.
 const detachWorkers = 16
 
-// detachTimeout bounds the detaches of pending jobs when Run stops.
-const detachTimeout = 5 * time.Second
+// detachTimeout bounds the detaches of pending jobs when Run stops, so a dead Redis
+// cannot stretch a shutdown past the 10 s the contract allows.
+const detachTimeout = time.Second
 
 func newReleaser() *releaser { return &releaser{wake: make(chan struct{}, 1)} }
 
 // schedule queues a closed socket's locks for release after the grace. Once Run has
-// returned there is nobody to wait for the grace: the locks are detached at once.
+// returned there is nobody to wait for the grace, and a graceful shutdown releases
+// nothing: the locks are only detached, and left to their lease.
 func (r *releaser) schedule(h *Hub, job detachJob) {
 	job.due = time.Now().Add(h.cfg.ReleaseGrace)
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
-		h.detach(h.ctx, job, true, "grace")
+		h.detach(h.ctx, job, false, "shutdown")
 		return
 	}
 	r.queue = append(r.queue, job)
@@ -66,11 +68,11 @@ func (r *releaser) schedule(h *Hub, job detachJob) {
 func (r *releaser) run(ctx context.Context, h *Hub) {
 	sem := make(chan struct{}, detachWorkers)
 	var wg sync.WaitGroup
-	start := func(ctx context.Context, job detachJob) {
+	start := func(ctx context.Context, job detachJob, release bool, why string) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			h.detach(ctx, job, true, "grace")
+			h.detach(ctx, job, release, why)
 		})
 	}
 	timer := time.NewTimer(time.Hour)
@@ -90,7 +92,7 @@ func (r *releaser) run(ctx context.Context, h *Hub) {
 		}
 		r.mu.Unlock()
 		for _, job := range due {
-			start(ctx, job)
+			start(ctx, job, true, "grace")
 		}
 		if next >= 0 {
 			timer.Reset(next)
@@ -98,10 +100,11 @@ func (r *releaser) run(ctx context.Context, h *Hub) {
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			// Sockets that closed before the hub stopped, not because of it: their
-			// grace is cut short rather than leaving their locks held for the rest of
-			// their lease. A client that already reconnected elsewhere and claimed
-			// again keeps its lock (its new socket is in the lock's set).
+			// Sockets that closed before the hub stopped, whose grace has not ended:
+			// nobody here will wait it out, and a graceful shutdown releases nothing
+			// (PROTOCOL.md §4), since such a client may be reconnecting to another
+			// instance right now. They are detached without release: the lock stays
+			// with its lease, or until the holder's other sockets let it go.
 			r.mu.Lock()
 			r.stopped = true
 			rest := r.queue
@@ -109,7 +112,7 @@ func (r *releaser) run(ctx context.Context, h *Hub) {
 			r.mu.Unlock()
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), detachTimeout)
 			for _, job := range rest {
-				start(dctx, job)
+				start(dctx, job, false, "shutdown")
 			}
 			wg.Wait()
 			cancel()

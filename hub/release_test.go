@@ -165,3 +165,28 @@ func testTwoInstances(t *testing.T, a, b *testHub) {
 		wantEvent(t, w, protocol.OpReleased, "t-1")
 	})
 }
+
+// TestShutdownKeepsLocksInGrace: a socket closed shortly before a graceful shutdown is
+// still in its grace when the hub stops. Nobody is left to wait it out, and a graceful
+// shutdown releases nothing (PROTOCOL.md §4): its client may be reconnecting to another
+// instance right now. The socket is only forgotten; the lease stands.
+func TestShutdownKeepsLocksInGrace(t *testing.T) {
+	th := startMini(t, hubOptions{hub: func(c *Config) { c.ReleaseGrace = time.Minute }})
+	ctx := tctx(t)
+	ref := locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"}
+	ada, _ := th.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
+	_ = ada.Close()
+	// The hub saw the close: the socket's locks wait in the releaser, not in Shutdown.
+	eventually(t, "the socket to close", func() bool { return th.metric("lockhub_hub_sockets") == 0 })
+	th.stop()
+	if l, _ := th.store.Get(ctx, ref); l == nil || l.HolderOID != "u-ada" {
+		t.Fatalf("lock after a shutdown within the grace = %+v, want Ada's", l)
+	}
+	if got := th.metric("lockhub_hub_detaches_total", "why=shutdown", "outcome=notHeld"); got != 1 {
+		t.Fatalf("shutdown detaches = %v, want 1", got)
+	}
+	if members, _ := th.mr.SMembers(locks.ConnsKey(ref)); len(members) != 0 {
+		t.Fatalf("the closed socket is still attached: %v", members)
+	}
+}
