@@ -270,6 +270,74 @@ func TestRateLimitClose(t *testing.T) {
 	}
 }
 
+// TestRateLimitCloseBursts: a client that comes back over the rate in bursts, pausing
+// long enough between them to refill its bucket, is still over the rate: it is closed
+// when the grace runs out.
+func TestRateLimitCloseBursts(t *testing.T) {
+	const grace = 3 * time.Second
+	th := startMini(t, hubOptions{hub: func(c *Config) {
+		c.RateLimit, c.RateBurst, c.OverRateGrace = 20, 5, grace
+	}})
+	c, _ := th.dial("acme", "u-ada")
+	ctx := tctx(t)
+	start := time.Now()
+	// Pauses that refill the bucket and last over a second (the pause that used to end
+	// a spell), yet shorter than half the grace.
+	pause := time.NewTicker(1200 * time.Millisecond)
+	defer pause.Stop()
+	for i := 0; c.Err() == nil; {
+		for range 12 { // a burst of 12 against a bucket of 5
+			if err := c.SendRaw(ctx, websocket.MessageText, []byte(`{"id":"`+itoa(i)+`","type":"unwatch","entityType":"Invoice"}`)); err != nil {
+				break
+			}
+			i++
+		}
+		select {
+		case <-pause.C:
+		case <-c.Done():
+		case <-ctx.Done():
+			t.Fatal("never closed")
+		}
+	}
+	wantClosed(t, c, protocol.CloseTooMany)
+	if d := time.Since(start); d < grace {
+		t.Fatalf("closed after %s, within the grace", d)
+	}
+	if th.metric("lockhub_hub_rate_limited_total") == 0 {
+		t.Fatal("no request was answered rate_limited before the close")
+	}
+}
+
+// TestRateLimitOneBurst: one burst over the rate, then calm, is answered rate_limited
+// and forgotten; the socket stays.
+func TestRateLimitOneBurst(t *testing.T) {
+	const grace = 600 * time.Millisecond
+	th := startMini(t, hubOptions{hub: func(c *Config) {
+		c.RateLimit, c.RateBurst, c.OverRateGrace = 20, 5, grace
+	}})
+	c, _ := th.dial("acme", "u-ada")
+	ctx := tctx(t)
+	for i := range 12 {
+		if err := c.SendRaw(ctx, websocket.MessageText, []byte(`{"id":"`+itoa(i)+`","type":"unwatch","entityType":"Invoice"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "rate_limited answers", func() bool { return th.metric("lockhub_hub_rate_limited_total") >= 1 })
+	// Calm for longer than the grace, one request at a time under the rate.
+	deadline := time.Now().Add(2 * grace)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		<-tick.C
+		if _, err := c.Mine(ctx); err != nil && c.Err() != nil {
+			t.Fatalf("closed after one burst: %v", c.Err())
+		}
+	}
+	if _, err := c.Mine(ctx); err != nil {
+		t.Fatalf("after one burst and calm: %v", err)
+	}
+}
+
 func TestOrigin(t *testing.T) {
 	th := startMini(t, hubOptions{hub: func(c *Config) {
 		c.AllowedOrigins = []string{"https://tms.example.com", "https://*.example.org", "http://localhost:3000"}

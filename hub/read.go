@@ -23,9 +23,6 @@ import (
 const (
 	// verifyTimeout bounds one token check (a JWKS refetch included).
 	verifyTimeout = 10 * time.Second
-	// overRateQuiet ends a spell over the rate: a socket that goes this long without a
-	// rate_limited answer is back under the rate, and its OverRateGrace starts afresh.
-	overRateQuiet = time.Second
 )
 
 // readLoop reads frames until the connection ends.
@@ -219,7 +216,11 @@ func (c *conn) allow(now time.Time, id string) bool {
 	if c.limiter.AllowN(now, 1) {
 		return true
 	}
-	if c.overRate.first.IsZero() || now.Sub(c.overRate.last) > overRateQuiet {
+	// A spell over the rate ends only after half the grace without a rate_limited
+	// answer: a client that keeps coming back over the rate in bursts, with pauses that
+	// refill its bucket, is still over the rate and is closed when the grace runs out;
+	// one burst (a page re-claiming after a reconnect) is forgotten soon after.
+	if c.overRate.first.IsZero() || now.Sub(c.overRate.last) > c.h.cfg.OverRateGrace/2 {
 		c.overRate.first = now // a new spell over the rate
 	}
 	c.overRate.last = now
