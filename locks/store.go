@@ -317,7 +317,7 @@ func (s *Store) Release(ctx context.Context, ref Ref, h protocol.Holder) (Result
 	}
 	var res Result
 	res.Outcome = s.op(ctx, "release", func(ctx context.Context) (protocol.Outcome, error) {
-		st, stored, err := s.run(ctx, s.sc.release, s.keys(ref), ref.Tenant, s.now(), h.OID)
+		st, stored, err := s.run(ctx, s.sc.release, s.keys(ref), ref.Tenant, s.now(), h.OID, indexMargin.Milliseconds())
 		if err != nil {
 			return "", err
 		}
@@ -356,7 +356,7 @@ func (s *Store) Detach(ctx context.Context, ref Ref, h protocol.Holder, conn str
 	}
 	var res Result
 	res.Outcome = s.op(ctx, "detach", func(ctx context.Context) (protocol.Outcome, error) {
-		st, stored, err := s.run(ctx, s.sc.detach, s.keys(ref), ref.Tenant, s.now(), h.OID, conn, rel)
+		st, stored, err := s.run(ctx, s.sc.detach, s.keys(ref), ref.Tenant, s.now(), h.OID, conn, rel, indexMargin.Milliseconds())
 		if err != nil {
 			return "", err
 		}

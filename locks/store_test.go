@@ -77,6 +77,28 @@ func testOutcomes(t *testing.T, b backend) {
 				}
 				expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, grace, ""))
 			})
+			t.Run("index TTL follows the latest lock", func(t *testing.T) {
+				// Two leases on one index: a store with a short one and this one.
+				short, _ := newStore(t, c, Config{Timeout: 10 * time.Second, Lease: time.Minute})
+				tenant := "ttl-" + b.name
+				a, z := Ref{tenant, "ApprovalRequest", "a"}, Ref{tenant, "ApprovalRequest", "z"}
+				idx := IndexKey(tenant, "ApprovalRequest")
+				expect(t, protocol.OutcomeAcquired)(short.Claim(ctx, a, ada, ""))
+				expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, z, grace, ""))
+				if ttl := c.PTTL(ctx, idx).Val(); ttl < 5*time.Minute || ttl > 5*time.Minute+indexMargin {
+					t.Fatalf("index TTL %s with a 5 min lock, want 5m..5m%s", ttl, indexMargin)
+				}
+				expect(t, protocol.OutcomeReleased)(s.Release(ctx, z, grace))
+				for _, k := range []string{idx, ValuesKey(tenant, "ApprovalRequest")} {
+					if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 || ttl > time.Minute+indexMargin {
+						t.Fatalf("%s TTL %s after the 5 min lock went, want at most the 1 min lock's + %s", k, ttl, indexMargin)
+					}
+				}
+				expect(t, protocol.OutcomeReleased)(short.Release(ctx, a, ada))
+				if n := c.Exists(ctx, idx, ValuesKey(tenant, "ApprovalRequest")).Val(); n != 0 {
+					t.Fatalf("an index without locks is left behind (%d keys)", n)
+				}
+			})
 			t.Run("takeover takenOver, acquired, forbidden, renewed", func(t *testing.T) {
 				ref := next()
 				expect(t, protocol.OutcomeAcquired)(s.Takeover(ctx, ref, margot, "", true))

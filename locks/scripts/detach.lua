@@ -15,6 +15,7 @@
 -- ARGV[6]  id of the socket that is gone
 -- ARGV[7]  "1" to release when no socket is left, "0" to only forget the socket
 --          (a graceful shutdown: its clients reconnect elsewhere and claim again)
+-- ARGV[8]  the index margin, ms (the index outlives its latest lock by this much)
 --
 -- Returns {status, value}:
 --   1  released, published Released; value = the value that was stored
@@ -31,5 +32,6 @@ if not holds(v, ARGV[5]) then return {0, v} end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], KEYS[1])
 redis.call('HDEL', KEYS[3], KEYS[1])
+settle(KEYS[2], KEYS[3], ARGV[8])
 publish('Released', v)
 return {1, v}

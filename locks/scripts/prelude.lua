@@ -34,6 +34,20 @@ local function extend(key, ttl)
   if redis.call('PTTL', key) < tonumber(ttl) then redis.call('PEXPIRE', key, ttl) end
 end
 
+-- settle gives the index and the values hash the expiry of the latest-expiring lock
+-- left, plus the margin, or deletes them when none is left: after a release they must
+-- not outlive their locks by more than the margin (extend never shortens).
+local function settle(idx, vals, margin)
+  local top = redis.call('ZRANGE', idx, -1, -1, 'WITHSCORES')
+  if #top == 0 then
+    redis.call('DEL', idx, vals)
+    return
+  end
+  local at = tonumber(top[2]) + tonumber(margin)
+  redis.call('PEXPIREAT', idx, at)
+  redis.call('PEXPIREAT', vals, at)
+end
+
 -- attach remembers which socket claimed a lock, so a closing socket releases it only
 -- when no other socket of the holder uses it (detach.lua).
 local function attach(conns, conn, lease)
