@@ -391,49 +391,46 @@ func (s *Store) Takeover(ctx context.Context, ref Ref, h protocol.Holder, conn s
 	var res Result
 	res.Outcome = s.op(ctx, "takeover", func(ctx context.Context) (protocol.Outcome, error) {
 		k := s.keys(ref)
-		now := s.now()
-		l := s.newLock(ref, h, now, now)
-		st, stored, err := s.run(ctx, s.sc.takeover, k, ref.Tenant, now, h.OID, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
-		if err != nil {
-			return "", err
-		}
-		switch st {
-		case 1:
-			prev, err := decodeLock(stored)
+		for range casAttempts {
+			now := s.now()
+			l := s.newLock(ref, h, now, now)
+			st, stored, err := s.run(ctx, s.sc.takeover, k, ref.Tenant, now, h.OID, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
 			if err != nil {
 				return "", err
 			}
-			ph := prev.Holder()
-			res.Lock, res.PreviousHolder = &l, &ph
-			return protocol.OutcomeTakenOver, nil
-		case 3:
-			res.Lock = &l
-			return protocol.OutcomeAcquired, nil
-		case 2:
-			cur, err := decodeLock(stored)
-			if err != nil {
-				return "", err
+			switch st {
+			case 1:
+				prev, err := decodeLock(stored)
+				if err != nil {
+					return "", err
+				}
+				ph := prev.Holder()
+				res.Lock, res.PreviousHolder = &l, &ph
+				return protocol.OutcomeTakenOver, nil
+			case 3:
+				res.Lock = &l
+				return protocol.OutcomeAcquired, nil
+			case 2:
+				cur, err := decodeLock(stored)
+				if err != nil {
+					return "", err
+				}
+				out, lock, err := s.extend(ctx, ref, k, h, conn, stored, cur)
+				if err != nil {
+					return "", err
+				}
+				if out == protocol.OutcomeRenewed {
+					res.Lock = lock
+					return out, nil
+				}
+				// It slipped away between the scripts: take it over afresh.
+			default:
+				return "", &corruptError{fmt.Sprintf("takeover script answered status %d", st)}
 			}
-			out, lock, err := s.extend(ctx, ref, k, h, conn, stored, cur)
-			res.Lock = lock
-			if out == protocol.OutcomeLost {
-				// It slipped away between the scripts; a takeover of a free lock is a claim.
-				return s.takeoverFree(ctx, ref, h, conn, &res)
-			}
-			return out, err
 		}
-		return "", &corruptError{fmt.Sprintf("takeover script answered status %d", st)}
+		return "", &corruptError{"takeover did not settle after retries"}
 	})
 	return res, nil
-}
-
-func (s *Store) takeoverFree(ctx context.Context, ref Ref, h protocol.Holder, conn string, res *Result) (protocol.Outcome, error) {
-	r, _ := s.Claim(ctx, ref, h, conn) // ref and h were checked by the caller
-	*res = r
-	if r.Outcome == protocol.OutcomeUnknown {
-		return "", errors.New("locks: claim after takeover failed open")
-	}
-	return r.Outcome, nil
 }
 
 // Get returns the live lock on ref, or nil when it is free or the store fails open.
