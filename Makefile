@@ -39,7 +39,12 @@ lint:
 
 # Benchmarks; each reports its figures against a baseline measured in the same run.
 bench: deps
-	$(GO) test -run='^$$' -bench=. -benchtime=2s -count=1 ./locks/
+	$(GO) test -run='^$$' -bench=. -benchtime=2s -count=1 ./locks/ ./hub/
 
+# Each fuzz target for FUZZTIME (go test fuzzes one target of one package at a time).
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzValidate -fuzztime=30s ./locks/
+	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=$(FUZZTIME) ./locks/
+	for f in FuzzDecodeRequest FuzzDecodeServerFrame FuzzTimeUnmarshal; do \
+		$(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) ./protocol/ || exit 1; \
+	done
