@@ -179,23 +179,19 @@ func (u rowUpdate) validate() error {
 	return nil
 }
 
-// entityType checks the {type} of a generic entity route: the demo domain has
-// approval requests only.
-func entityType(r *http.Request) error {
+// entityRef reads the row a generic entity route names. Its {type} must be
+// ApprovalRequest: the demo domain has nothing else.
+func entityRef(r *http.Request) (locks.Ref, error) {
 	if t := param(r, "type"); t != ApprovalRequestType {
-		return Errorf(CodeNotFound, "the demo domain has no entities of type %q", short(t))
+		return locks.Ref{}, Errorf(CodeNotFound, "the demo domain has no entities of type %q", short(t))
 	}
-	return nil
+	return rowRef(r)
 }
 
 // updateEntity: PUT /api/entities/ApprovalRequest/{uid}, guarded. It changes title
 // and amount of a pending request.
 func (s *Server) updateEntity(w http.ResponseWriter, r *http.Request) {
-	if err := entityType(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	ref, err := rowRef(r)
+	ref, err := entityRef(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -237,11 +233,7 @@ func (s *Server) updateEntity(w http.ResponseWriter, r *http.Request) {
 // deleteEntity: DELETE /api/entities/ApprovalRequest/{uid}, guarded. The row stays
 // deleted: the tenant is not seeded again while its seed marker stands.
 func (s *Server) deleteEntity(w http.ResponseWriter, r *http.Request) {
-	if err := entityType(r); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	ref, err := rowRef(r)
+	ref, err := entityRef(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
