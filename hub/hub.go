@@ -71,6 +71,8 @@ func New(cfg Config) (*Hub, error) {
 		resync:   make(chan struct{}, 1),
 		rel:      newReleaser(),
 	}
+	// The hub's own lifetime, not a request's: store calls made for sockets outlive the
+	// HTTP request that upgraded them, and Shutdown cancels it.
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.readCtx = context.WithoutCancel(h.ctx)
 	return h, nil
