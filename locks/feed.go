@@ -124,7 +124,7 @@ func (s *Store) RunFeed(ctx context.Context, h FeedHandler) error {
 	}
 	ps := s.rdb.Subscribe(ctx, chans...)
 	// go-redis reconnects and resubscribes this PubSub by itself; receive notices.
-	s.receive(ctx, ps, h, true)
+	s.receive(ctx, ps, h, true, nil)
 	return nil
 }
 
@@ -135,8 +135,9 @@ const (
 )
 
 // receive delivers ps's messages to h until ctx is done or, when !survive, until the
-// first error. It owns ps and closes it. It reports whether ctx ended it.
-func (s *Store) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, survive bool) error {
+// first error. It owns ps and closes it. onPong, if set, is called on each PONG: Redis
+// answers in order, so a PONG after a run of SSUBSCRIBEs says they all took effect.
+func (s *Store) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, survive bool, onPong func()) error {
 	defer ps.Close()
 	// A blocked Receive does not watch ctx; closing the PubSub ends it.
 	stop := context.AfterFunc(ctx, func() { ps.Close() })
@@ -172,6 +173,10 @@ func (s *Store) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, su
 			continue
 		}
 		switch m := msg.(type) {
+		case *redis.Pong:
+			if onPong != nil {
+				onPong()
+			}
 		case *redis.Subscription:
 			if lost {
 				s.log.LogAttrs(ctx, slog.LevelInfo, "lock change feed is back")
@@ -262,8 +267,14 @@ func (s *Store) clusterFeedOnce(ctx context.Context, h FeedHandler, resync bool)
 					return
 				}
 			}
-			once()
-			cancel(s.receive(ctx, ps, h, false))
+			// Ready once Redis has answered every SSUBSCRIBE: only then may watchers
+			// take fresh snapshots without missing a change made in between.
+			if err := ps.Ping(ctx, "subscribed"); err != nil {
+				ps.Close()
+				cancel(err)
+				return
+			}
+			cancel(s.receive(ctx, ps, h, false, once))
 		})
 	}
 	ready.Wait()
