@@ -61,7 +61,8 @@ type Client struct {
 	nextID    atomic.Uint64
 	dropped   atomic.Uint64
 	closeOnce sync.Once
-	closeErr  error // written once, in Close's closeOnce
+	closeErr  error       // written once, in Close's closeOnce
+	closedUs  atomic.Bool // Close started the close handshake
 
 	// Owned by read: it alone sends on events and frames and closes them, and writes
 	// err before closing done.
@@ -388,7 +389,16 @@ func (c *Client) Err() error {
 // CloseStatus returns the close code of the ended connection (the server's, or
 // websocket.StatusNormalClosure after Close), -1 while it is open or when it ended
 // without a close frame.
-func (c *Client) CloseStatus() websocket.StatusCode { return websocket.CloseStatus(c.Err()) }
+func (c *Client) CloseStatus() websocket.StatusCode {
+	s := websocket.CloseStatus(c.Err())
+	if s == -1 && c.closedUs.Load() && c.Err() != nil {
+		// Our own close: the reader may see the connection end before the server's
+		// echo of the close frame (coder/websocket closes it once the handshake is done),
+		// and then reports no close frame. It was a normal closure all the same.
+		return websocket.StatusNormalClosure
+	}
+	return s
+}
 
 // Close closes the connection with 1000 (the close handshake waits at most ~10 s for
 // an unresponsive server) and waits for the reader goroutine to return. Calls waiting
@@ -401,6 +411,7 @@ func (c *Client) Close() error {
 			return
 		default:
 		}
+		c.closedUs.Store(true)
 		err := c.conn.Close(websocket.StatusNormalClosure, "")
 		if errors.Is(err, net.ErrClosed) {
 			err = nil // the server closed it meanwhile
