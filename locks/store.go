@@ -219,18 +219,10 @@ func (s *Store) Claim(ctx context.Context, ref Ref, h protocol.Holder, conn stri
 				}
 				res.Lock = &cur
 				return protocol.OutcomeLocked, nil
-			case 2:
-				cur, err := decodeLock(stored)
-				if err != nil {
-					return "", err
-				}
-				out, lock, err := s.extend(ctx, ref, k, h, conn, stored, cur)
-				if err != nil {
-					return "", err
-				}
-				if out == protocol.OutcomeRenewed {
+			case 2: // the caller's already (another tab): renew it, keeping acquiredAtUtc
+				if out, lock, err := s.extend(ctx, ref, k, h, conn, stored); err != nil || out == protocol.OutcomeRenewed {
 					res.Lock = lock
-					return out, nil
+					return out, err
 				}
 				// Lost between the two scripts (it ran out or was taken over): claim afresh.
 			default:
@@ -266,7 +258,7 @@ func (s *Store) Renew(ctx context.Context, ref Ref, h protocol.Holder, conn stri
 			res.Lock = &cur
 			return protocol.OutcomeLost, nil
 		}
-		out, lock, err := s.extend(ctx, ref, k, h, conn, stored, cur)
+		out, lock, err := s.extend(ctx, ref, k, h, conn, stored)
 		res.Lock = lock
 		return out, err
 	})
@@ -275,7 +267,11 @@ func (s *Store) Renew(ctx context.Context, ref Ref, h protocol.Holder, conn stri
 
 // extend renews h's lock by compare-and-set on the stored bytes, keeping acquiredAtUtc
 // (the script publishes Renewed). It answers renewed or lost.
-func (s *Store) extend(ctx context.Context, ref Ref, k keys, h protocol.Holder, conn, stored string, cur protocol.Lock) (protocol.Outcome, *protocol.Lock, error) {
+func (s *Store) extend(ctx context.Context, ref Ref, k keys, h protocol.Holder, conn, stored string) (protocol.Outcome, *protocol.Lock, error) {
+	cur, err := decodeLock(stored)
+	if err != nil {
+		return "", nil, err
+	}
 	for range casAttempts {
 		now := s.now()
 		l := s.newLock(ref, h, cur.AcquiredAt.Time, now)
@@ -410,18 +406,10 @@ func (s *Store) Takeover(ctx context.Context, ref Ref, h protocol.Holder, conn s
 			case 3:
 				res.Lock = &l
 				return protocol.OutcomeAcquired, nil
-			case 2:
-				cur, err := decodeLock(stored)
-				if err != nil {
-					return "", err
-				}
-				out, lock, err := s.extend(ctx, ref, k, h, conn, stored, cur)
-				if err != nil {
-					return "", err
-				}
-				if out == protocol.OutcomeRenewed {
+			case 2: // the caller's already: renew it, keeping acquiredAtUtc
+				if out, lock, err := s.extend(ctx, ref, k, h, conn, stored); err != nil || out == protocol.OutcomeRenewed {
 					res.Lock = lock
-					return out, nil
+					return out, err
 				}
 				// It slipped away between the scripts: take it over afresh.
 			default:
