@@ -287,6 +287,17 @@ func (e *clientEnv) start(t *testing.T, opts string, w welcomeOpts) *fakeConn {
 	return c
 }
 
+// holdR1 has the client claim ApprovalRequest r-1, answers acquired, and waits until
+// the client holds it.
+func (e *clientEnv) holdR1(t *testing.T, c *fakeConn) {
+	t.Helper()
+	eval[bool](t, e.tab, `(client.claim('ApprovalRequest', 'r-1'), true)`)
+	c.expect(t, "watch") // a held lock's type is watched, for its events
+	req := c.expect(t, "claim")
+	c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+	waitFor(t, e.tab, "held", `client.held().length === 1`, 5*time.Second, ``)
+}
+
 // TestClient checks lockhub.js against PROTOCOL.md §3 and §4 in real Chromium.
 //
 // The subtests run in parallel, each with its own fake hub and its own tab in a
@@ -511,11 +522,7 @@ func TestClient(t *testing.T) {
 		t.Parallel()
 		e := newClientEnv(t, browser)
 		c := e.start(t, `{}`, welcomeOpts{renewMs: 120000})
-		eval[bool](t, e.tab, `(client.claim('ApprovalRequest', 'r-1'), true)`)
-		c.expect(t, "watch")
-		req := c.expect(t, "claim")
-		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
-		waitFor(t, e.tab, "held", `client.held().length === 1`, 5*time.Second, ``)
+		e.holdR1(t, c)
 		c.noFrame(t, "renew", 300*time.Millisecond)
 		// Another tab of mine closed: the hub cut the lease to its release grace.
 		c.send(t, event("Renewed", lock("r-1", "u-me", "Me Myself", 10*time.Second), nil))
@@ -529,11 +536,7 @@ func TestClient(t *testing.T) {
 		t.Parallel()
 		e := newClientEnv(t, browser)
 		c := e.start(t, `{}`, welcomeOpts{})
-		eval[bool](t, e.tab, `(client.claim('ApprovalRequest', 'r-1'), true)`)
-		c.expect(t, "watch")
-		req := c.expect(t, "claim")
-		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
-		waitFor(t, e.tab, "held", `client.held().length === 1`, 5*time.Second, ``)
+		e.holdR1(t, c)
 		eval[bool](t, e.tab, `dispatchEvent(new PageTransitionEvent('pagehide', {persisted: false}))`)
 		r := c.waitFrame(t, "release", 2*time.Second)
 		if r.str("entityUid") != "r-1" {
@@ -545,11 +548,7 @@ func TestClient(t *testing.T) {
 		t.Parallel()
 		e := newClientEnv(t, browser)
 		c := e.start(t, `{}`, welcomeOpts{})
-		eval[bool](t, e.tab, `(client.claim('ApprovalRequest', 'r-1'), true)`)
-		c.expect(t, "watch")
-		req := c.expect(t, "claim")
-		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
-		waitFor(t, e.tab, "held", `client.held().length === 1`, 5*time.Second, ``)
+		e.holdR1(t, c)
 		e.tab.close()
 		r := c.waitFrame(t, "release", 2*time.Second)
 		if r.str("entityUid") != "r-1" {
