@@ -248,11 +248,32 @@ func TestRateLimitClose(t *testing.T) {
 	start := time.Now()
 	// 500 frames a second, steadily: over the rate, yet slow enough that the answers
 	// never overflow the send queue (which would close with 4429 too, sooner).
-	tick := time.NewTicker(2 * time.Millisecond)
+	floodUntilClosed(t, ctx, c, 1, 2*time.Millisecond)
+	wantClosed(t, c, protocol.CloseTooMany)
+	if th.metric("lockhub_hub_slow_disconnects_total") != 0 {
+		t.Fatal("closed as a slow reader, not for its rate")
+	}
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("closed after %s, within the grace", d)
+	}
+}
+
+// unwatchFrame is a cheap request with id i: it touches no store.
+func unwatchFrame(i int) []byte {
+	return []byte(`{"id":"` + itoa(i) + `","type":"unwatch","entityType":"Invoice"}`)
+}
+
+// floodUntilClosed sends bursts of burst requests every interval until the hub closes c.
+func floodUntilClosed(t *testing.T, ctx context.Context, c *protocol.Client, burst int, every time.Duration) {
+	t.Helper()
+	tick := time.NewTicker(every)
 	defer tick.Stop()
-	for i := 0; c.Err() == nil; i++ {
-		if err := c.SendRaw(ctx, websocket.MessageText, []byte(`{"id":"`+itoa(i)+`","type":"unwatch","entityType":"Invoice"}`)); err != nil {
-			break // closed
+	for i := 0; c.Err() == nil; {
+		for range burst {
+			if err := c.SendRaw(ctx, websocket.MessageText, unwatchFrame(i)); err != nil {
+				return // closed
+			}
+			i++
 		}
 		select {
 		case <-tick.C:
@@ -260,13 +281,6 @@ func TestRateLimitClose(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("never closed")
 		}
-	}
-	wantClosed(t, c, protocol.CloseTooMany)
-	if th.metric("lockhub_hub_slow_disconnects_total") != 0 {
-		t.Fatal("closed as a slow reader, not for its rate")
-	}
-	if d := time.Since(start); d < 300*time.Millisecond {
-		t.Fatalf("closed after %s, within the grace", d)
 	}
 }
 
@@ -283,22 +297,7 @@ func TestRateLimitCloseBursts(t *testing.T) {
 	start := time.Now()
 	// Pauses that refill the bucket and last over a second (the pause that used to end
 	// a spell), yet shorter than half the grace.
-	pause := time.NewTicker(1200 * time.Millisecond)
-	defer pause.Stop()
-	for i := 0; c.Err() == nil; {
-		for range 12 { // a burst of 12 against a bucket of 5
-			if err := c.SendRaw(ctx, websocket.MessageText, []byte(`{"id":"`+itoa(i)+`","type":"unwatch","entityType":"Invoice"}`)); err != nil {
-				break
-			}
-			i++
-		}
-		select {
-		case <-pause.C:
-		case <-c.Done():
-		case <-ctx.Done():
-			t.Fatal("never closed")
-		}
-	}
+	floodUntilClosed(t, ctx, c, 12, 1200*time.Millisecond) // bursts of 12 against a bucket of 5
 	wantClosed(t, c, protocol.CloseTooMany)
 	if d := time.Since(start); d < grace {
 		t.Fatalf("closed after %s, within the grace", d)
@@ -318,7 +317,7 @@ func TestRateLimitOneBurst(t *testing.T) {
 	c, _ := th.dial("acme", "u-ada")
 	ctx := tctx(t)
 	for i := range 12 {
-		if err := c.SendRaw(ctx, websocket.MessageText, []byte(`{"id":"`+itoa(i)+`","type":"unwatch","entityType":"Invoice"}`)); err != nil {
+		if err := c.SendRaw(ctx, websocket.MessageText, unwatchFrame(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
