@@ -231,7 +231,7 @@ func (s *Server) updateEntity(w http.ResponseWriter, r *http.Request) {
 }
 
 // deleteEntity: DELETE /api/entities/ApprovalRequest/{uid}, guarded. The row stays
-// deleted: the tenant is not seeded again while its seed marker stands.
+// deleted: its uid stays in the tenant's index, which keeps it from being seeded again.
 func (s *Server) deleteEntity(w http.ResponseWriter, r *http.Request) {
 	ref, err := entityRef(r)
 	if err != nil {

@@ -14,17 +14,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/locks"
-	"github.com/lockhub/lockhub/protocol"
 	"github.com/lockhub/lockhub/testdata"
 )
 
 // The demo domain's store: approval requests kept in Redis under their own keys, all
-// in the tenant's hash tag so a script may touch a row, the index and the marker on a
-// cluster too.
+// in the tenant's hash tag so a script may touch the rows and the index on a cluster
+// too.
 //
 //	demo:{<tenant>}:ApprovalRequest:<uid>   string: the row as JSON (ApprovalRequest)
-//	demoidx:{<tenant>}:ApprovalRequest      set: the uids of the tenant's rows
-//	demoseed:{<tenant>}:ApprovalRequest     string: the seed marker (when it was seeded)
+//	demoidx:{<tenant>}:ApprovalRequest      set: the uids the tenant was seeded with
+//
+// A uid stays in the index when its row is deleted, so the index stands while the
+// tenant's set does, even when every row was deleted; a tenant whose index and rows
+// are all gone (a Redis that restarted empty) is seeded again (scripts/seed.lua).
 //
 // Every write is a compare-and-set on the whole row (scripts/cas.lua, delete.lua): Go
 // reads a row, decides, builds the new value and stores it only if the row is still
@@ -35,14 +37,9 @@ func RowKey(tenant, uid string) string {
 	return "demo:{" + tenant + "}:" + ApprovalRequestType + ":" + uid
 }
 
-// RowIndexKey returns the key of the set of a tenant's demo row uids:
-// demoidx:{<tenant>}:ApprovalRequest.
+// RowIndexKey returns the key of the set of the uids a tenant's demo rows were seeded
+// with, deleted ones included: demoidx:{<tenant>}:ApprovalRequest.
 func RowIndexKey(tenant string) string { return "demoidx:{" + tenant + "}:" + ApprovalRequestType }
-
-// SeedKey returns the key of a tenant's seed marker: demoseed:{<tenant>}:ApprovalRequest.
-// While it stands, deleted rows stay deleted; a Redis that lost it seeds the tenant
-// again.
-func SeedKey(tenant string) string { return "demoseed:{" + tenant + "}:" + ApprovalRequestType }
 
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
@@ -144,12 +141,11 @@ func (s *approvalStore) unavailable(ctx context.Context, op string, err error) e
 	return &Error{Code: CodeStoreUnavailable, Message: "the approval request store is unavailable; try again shortly", Err: err}
 }
 
-// ensureSeeded seeds tenant unless its marker stands.
+// ensureSeeded seeds tenant when its whole set is gone.
 func (s *approvalStore) ensureSeeded(ctx context.Context, tenant string) error {
-	keys := make([]string, 0, 2+len(s.seed))
-	args := make([]any, 0, 1+2*len(s.seed))
-	keys = append(keys, SeedKey(tenant), RowIndexKey(tenant))
-	args = append(args, protocol.NewTime(time.Now()).String())
+	keys := make([]string, 0, 1+len(s.seed))
+	args := make([]any, 0, 2*len(s.seed))
+	keys = append(keys, RowIndexKey(tenant))
 	for i, r := range s.seed {
 		keys = append(keys, RowKey(tenant, r.UID))
 		args = append(args, r.UID, s.seedVal[i])
@@ -169,21 +165,15 @@ func (s *approvalStore) list(ctx context.Context, tenant string) ([]ApprovalRequ
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	for range 2 {
-		pipe := s.rdb.Pipeline()
-		seeded := pipe.Exists(ctx, SeedKey(tenant))
-		uids := pipe.SMembers(ctx, RowIndexKey(tenant))
-		if _, err := pipe.Exec(ctx); err != nil {
+		ids, err := s.rdb.SMembers(ctx, RowIndexKey(tenant)).Result()
+		if err != nil {
 			return nil, s.unavailable(ctx, "list", err)
 		}
-		if seeded.Val() == 0 {
+		if len(ids) == 0 { // the set is gone: a deleted row leaves its uid
 			if err := s.ensureSeeded(ctx, tenant); err != nil {
 				return nil, s.unavailable(ctx, "seed", err)
 			}
 			continue
-		}
-		ids := uids.Val()
-		if len(ids) == 0 {
-			return []ApprovalRequest{}, nil
 		}
 		slices.SortFunc(ids, compareUIDs)
 		keys := make([]string, len(ids))
@@ -198,7 +188,7 @@ func (s *approvalStore) list(ctx context.Context, tenant string) ([]ApprovalRequ
 		for i, v := range vals {
 			str, ok := v.(string)
 			if !ok {
-				continue // deleted between the two round trips
+				continue // deleted
 			}
 			row, err := decodeRow(str)
 			if err != nil {
@@ -210,14 +200,14 @@ func (s *approvalStore) list(ctx context.Context, tenant string) ([]ApprovalRequ
 		}
 		return rows, nil
 	}
-	return nil, s.unavailable(ctx, "list", errors.New("the seed marker did not stay after seeding"))
+	return nil, s.unavailable(ctx, "list", errors.New("the index did not stay after seeding"))
 }
 
 // read returns a row and its stored bytes, seeding the tenant first if it must.
 func (s *approvalStore) read(ctx context.Context, op, tenant, uid string) (ApprovalRequest, string, error) {
 	for range 2 {
 		pipe := s.rdb.Pipeline()
-		seeded := pipe.Exists(ctx, SeedKey(tenant))
+		seeded := pipe.Exists(ctx, RowIndexKey(tenant))
 		get := pipe.Get(ctx, RowKey(tenant, uid))
 		_, err := pipe.Exec(ctx)
 		if err != nil && !errors.Is(err, redis.Nil) {
@@ -242,7 +232,7 @@ func (s *approvalStore) read(ctx context.Context, op, tenant, uid string) (Appro
 		}
 		return row, raw, nil
 	}
-	return ApprovalRequest{}, "", s.unavailable(ctx, op, errors.New("the seed marker did not stay after seeding"))
+	return ApprovalRequest{}, "", s.unavailable(ctx, op, errors.New("the index did not stay after seeding"))
 }
 
 // get returns one row.
@@ -304,7 +294,7 @@ func (s *approvalStore) remove(ctx context.Context, tenant, uid string, check fu
 		if err := check(&row); err != nil {
 			return err
 		}
-		reply, err := s.del.Run(ctx, s.rdb, []string{RowKey(tenant, uid), RowIndexKey(tenant)}, raw, uid).Slice()
+		reply, err := s.del.Run(ctx, s.rdb, []string{RowKey(tenant, uid)}, raw).Slice()
 		if err != nil {
 			return s.unavailable(ctx, "delete", err)
 		}
