@@ -35,8 +35,8 @@
 // after exp) unless refreshed in band with the same tenant and oid (4403 otherwise).
 // Frames over 64 KiB close with 1009; frames beyond the rate get rate_limited errors,
 // each echoing its request's id, and a socket still over the rate OverRateGrace after
-// the first rate_limited of its spell is closed with 4429 (a spell ends after a second
-// without rate_limited answers).
+// the first rate_limited of its spell is closed with 4429 (a spell ends after half of
+// OverRateGrace without rate_limited answers).
 //
 // Watching a type answers with its snapshot, then streams its events. Events that
 // arrive while the snapshot is read are held and queued after it, so none is lost and

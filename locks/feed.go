@@ -75,27 +75,6 @@ func (s *Store) pubArgs(tenant string, now time.Time) []any {
 	return []any{cmd, s.channel(tenant), head, tail}
 }
 
-// publish sends a change the scripts could not announce themselves (an expired lock
-// another program wrote, with no value copy). A failure is logged and counted: the
-// watchers that missed it are made whole by the next snapshot.
-func (s *Store) publish(ctx context.Context, tenant string, op protocol.Op, l protocol.Lock, at time.Time) {
-	frame, err := json.Marshal(protocol.LockEvent{Type: protocol.FrameLock, Op: op, Lock: l, At: protocol.NewTime(at)})
-	if err != nil {
-		panic("locks: encoding an event cannot fail: " + err.Error())
-	}
-	msg := append([]byte(tenant+"\n"), frame...)
-	if s.cluster != nil {
-		err = s.cluster.SPublish(ctx, s.channel(tenant), msg).Err()
-	} else {
-		err = s.rdb.Publish(ctx, s.channel(tenant), msg).Err()
-	}
-	if err != nil {
-		s.met.failOpen.WithLabelValues("publish", string(classify(err))).Inc()
-		s.log.LogAttrs(ctx, slog.LevelWarn, "lock change not published",
-			slog.String("tenant", tenant), slog.String("op", string(op)), slog.String("error", err.Error()))
-	}
-}
-
 // parseMessage splits a feed message into its tenant and frame.
 func parseMessage(payload string) (Change, error) {
 	tenant, frame, ok := bytes.Cut([]byte(payload), []byte{'\n'})

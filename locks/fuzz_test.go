@@ -57,9 +57,5 @@ func FuzzValidate(f *testing.F) {
 				t.Fatalf("keySlot(%q) = %d, the harness says %d", key, got, redistest.Slot(key))
 			}
 		}
-		back, err := refFromLockKey(LockKey(ref))
-		if err != nil || back != ref {
-			t.Fatalf("lock key %q parses back as %v, %v", LockKey(ref), back, err)
-		}
 	})
 }

@@ -1,7 +1,5 @@
 package locks
 
-import "fmt"
-
 // Ref names one lockable entity of one tenant. Build keys from a Ref only after
 // Validate has accepted it.
 type Ref struct {
@@ -76,34 +74,3 @@ func ValuesKey(tenant, entityType string) string { return "lockval:{" + tenant +
 // r's lock: lockconn:{<tenant>}:<entityType>:<entityUid>. Ours, not the contract's;
 // it lives as long as the lease (see Store.Detach).
 func ConnsKey(r Ref) string { return "lockconn:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
-
-// refFromLockKey parses a lock key back into its Ref, for locks read from an index.
-func refFromLockKey(key string) (Ref, error) {
-	// lock:{tenant}:type:uid; the uid may itself contain ':'.
-	const prefix = "lock:{"
-	if len(key) < len(prefix) || key[:len(prefix)] != prefix {
-		return Ref{}, fmt.Errorf("locks: %q is not a lock key", key)
-	}
-	rest := key[len(prefix):]
-	var r Ref
-	for i := 0; i < len(rest); i++ {
-		if rest[i] == '}' {
-			r.Tenant, rest = rest[:i], rest[i+1:]
-			break
-		}
-	}
-	if len(rest) == 0 || rest[0] != ':' {
-		return Ref{}, fmt.Errorf("locks: %q is not a lock key", key)
-	}
-	rest = rest[1:]
-	for i := 0; i < len(rest); i++ {
-		if rest[i] == ':' {
-			r.Type, r.UID = rest[:i], rest[i+1:]
-			break
-		}
-	}
-	if err := r.Validate(); err != nil {
-		return Ref{}, fmt.Errorf("locks: %q is not a lock key: %w", key, err)
-	}
-	return r, nil
-}

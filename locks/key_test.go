@@ -72,19 +72,6 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestRefFromLockKey(t *testing.T) {
-	ref := Ref{"acme", "ApprovalRequest", "a:b"}
-	got, err := refFromLockKey(LockKey(ref))
-	if err != nil || got != ref {
-		t.Fatalf("refFromLockKey = %v, %v; want %v", got, err, ref)
-	}
-	for _, bad := range []string{"", "lock:", "lock:{acme", "lock:{acme}", "lock:{acme}:T", "lockidx:{acme}:T", "lock:{a}b}:T:u"} {
-		if _, err := refFromLockKey(bad); err == nil {
-			t.Errorf("refFromLockKey(%q) accepted it", bad)
-		}
-	}
-}
-
 func TestRegistry(t *testing.T) {
 	r, err := NewRegistry("Order", "ApprovalRequest", "Order")
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -522,22 +523,11 @@ func (s *Store) Sweep(ctx context.Context, tenant, entityType string) error {
 // locks are skipped and logged: one bad record must not hide the others.
 func (s *Store) sweep(ctx context.Context, tenant, entityType string, keep func(*protocol.Lock) bool) ([]protocol.Lock, error) {
 	now := s.now()
-	args := append(s.pubArgs(tenant, now), now.UnixMilli(), sweepBatch)
-	reply, err := s.sc.sweep.Run(ctx, s.rdb, []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType)}, args...).Slice()
+	head, tail := foreignLock(entityType)
+	args := append(s.pubArgs(tenant, now), now.UnixMilli(), sweepBatch, LockKey(Ref{tenant, entityType, ""}), head, tail)
+	values, err := s.sc.sweep.Run(ctx, s.rdb, []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType)}, args...).Slice()
 	if err != nil {
 		return nil, err
-	}
-	if len(reply) != 2 {
-		return nil, &corruptError{"sweep script answered an unexpected shape"}
-	}
-	unannounced, _ := reply[0].([]any)
-	values, _ := reply[1].([]any)
-	for _, k := range unannounced {
-		// A lock written by another program keeps no value copy: say what the key says.
-		key, _ := k.(string)
-		if ref, err := refFromLockKey(key); err == nil {
-			s.publish(ctx, tenant, protocol.OpExpired, protocol.Lock{EntityType: ref.Type, EntityUID: ref.UID}, now)
-		}
 	}
 	var out []protocol.Lock
 	for _, v := range values {
@@ -556,6 +546,19 @@ func (s *Store) sweep(ctx context.Context, tenant, entityType string, keep func(
 		}
 	}
 	return out, nil
+}
+
+// foreignLock is the lock sweep.lua announces as Expired for a lock another program
+// wrote, which keeps no value copy: all the key says, its type and uid, with no holder.
+// It is cut where the uid goes.
+func foreignLock(entityType string) (head, tail string) {
+	const uid = "\x00"
+	b, err := json.Marshal(protocol.Lock{EntityType: entityType, EntityUID: uid})
+	if err != nil {
+		panic("locks: encoding a lock cannot fail: " + err.Error())
+	}
+	head, tail, _ = strings.Cut(string(b), `"\u0000"`)
+	return head + `"`, `"` + tail
 }
 
 // Ping reports whether Redis answers, for readiness probes.

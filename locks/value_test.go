@@ -85,26 +85,61 @@ func TestForeignValue(t *testing.T) {
 	}
 }
 
-// TestForeignExpiry: a lock another program wrote keeps no value copy here, yet when
-// its lease runs out it is still announced, from its key.
-func TestForeignExpiry(t *testing.T) {
-	mr := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { c.Close() })
+// testForeignExpiry: a lock another program wrote keeps no value copy here, yet when
+// its lease runs out it is announced, from its key, by the sweep itself: a claim
+// right after the sweep is announced after it. Index members that are not lock keys of
+// the type with a valid uid are pruned and announced to no one.
+func testForeignExpiry(t *testing.T, b backend) {
+	c := b.client(t)
 	s, _ := newStore(t, c, Config{})
-	rec := runFeed(t, s, s, "dotnet")
+	const tenant = "dotnet"
+	rec := runFeed(t, s, s, tenant)
 	ctx := ctxT(t)
-	ref := Ref{"dotnet", "ApprovalRequest", "r-9"}
-	c.Set(ctx, LockKey(ref), `{"entityType":"ApprovalRequest","entityUid":"r-9","holderOid":"u-x","holderName":"X","acquiredAtUtc":"2026-12-02T09:15:00Z","expiresAtUtc":"2026-12-02T09:20:00Z"}`, time.Second)
-	c.ZAdd(ctx, IndexKey(ref.Tenant, ref.Type), redis.Z{Score: float64(time.Now().Add(time.Second).UnixMilli()), Member: LockKey(ref)})
-	// Redis's clock and the store's both move past the lease.
-	mr.FastForward(2 * time.Second)
-	s.now = func() time.Time { return time.Now().Add(2 * time.Second) }
-	if err := s.Sweep(ctx, ref.Tenant, ref.Type); err != nil {
+	ref := Ref{tenant, "ApprovalRequest", "r-9"}
+	idx := IndexKey(tenant, ref.Type)
+	lease := 300 * time.Millisecond
+	c.Set(ctx, LockKey(ref), `{"entityType":"ApprovalRequest","entityUid":"r-9","holderOid":"u-x","holderName":"X","acquiredAtUtc":"2026-12-02T09:15:00Z","expiresAtUtc":"2026-12-02T09:20:00Z"}`, lease)
+	due := float64(time.Now().Add(lease).UnixMilli())
+	hostile := []string{
+		`lock:{dotnet}:ApprovalRequest:r-"},"x":{"`, // would break out of the JSON
+		`lock:{dotnet}:ApprovalRequest:`,            // no uid
+		`lock:{dotnet}:Order:r-1`,                   // another type's key
+		`lockidx:{dotnet}:ApprovalRequest`,          // not a lock key
+	}
+	zs := []redis.Z{{Score: due, Member: LockKey(ref)}}
+	for _, h := range hostile {
+		zs = append(zs, redis.Z{Score: due, Member: h})
+	}
+	if err := c.ZAdd(ctx, idx, zs...).Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "Expired from the key alone", func() bool {
-		evs := rec.of("dotnet", "r-9")
-		return len(evs) == 1 && evs[0].Op == protocol.OpExpired && evs[0].Lock.EntityType == "ApprovalRequest"
-	})
+	if b.advance != nil {
+		b.advance(2 * lease)
+	} else {
+		eventually(t, 5*time.Second, "the foreign lock expires", func() bool { return c.Exists(ctx, LockKey(ref)).Val() == 0 })
+	}
+	s.now = func() time.Time { return time.Now().Add(2 * lease) }
+	if err := s.Sweep(ctx, tenant, ref.Type); err != nil {
+		t.Fatal(err)
+	}
+	s.now = time.Now
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, ""))
+	eventually(t, 5*time.Second, "Expired, then Acquired", func() bool { return len(rec.of(tenant, "r-9")) == 2 })
+	evs := rec.of(tenant, "r-9")
+	if evs[0].Op != protocol.OpExpired || evs[1].Op != protocol.OpAcquired {
+		t.Fatalf("events %s, want Expired Acquired", ops(evs))
+	}
+	if got, want := evs[0].Lock, (protocol.Lock{EntityType: "ApprovalRequest", EntityUID: "r-9"}); got != want {
+		t.Fatalf("Expired announced %+v, want %+v", got, want)
+	}
+	if n := c.ZCard(ctx, idx).Val(); n != 1 {
+		t.Fatalf("the index keeps %d members, want only the new claim's: %v", n, c.ZRange(ctx, idx, 0, -1).Val())
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for _, ch := range rec.changes {
+		if uid := ch.Event.Lock.EntityUID; uid != "r-9" && uid != "probe" {
+			t.Errorf("an event for %q: %s", uid, ch.Frame)
+		}
+	}
 }

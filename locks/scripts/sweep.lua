@@ -3,27 +3,44 @@
 -- Every member is a lock key of the same tenant, so it hashes to the index's slot
 -- (the tenant is the hash tag) and may be read here on a cluster too. Pruning is
 -- atomic, so each expired lock is announced by exactly one caller, whichever instance
--- sweeps.
+-- sweeps, and in the same step: no later change of the entity can be announced first.
 --
 -- KEYS[1]  index key    lockidx:{tenant}:type
 -- KEYS[2]  values key   lockval:{tenant}:type
 -- ARGV[1..4]  the events to publish: see prelude.lua
 -- ARGV[5]  now, Unix ms
 -- ARGV[6]  at most this many expired members pruned per call
+-- ARGV[7]  the lock key prefix of the index's type: lock:{tenant}:type:
+-- ARGV[8], ARGV[9]  a lock of that type with no holder, cut where its uid goes: how a
+--          lock written by another program (no value copy here) is announced
 --
--- Returns {unannounced, values}:
---   unannounced  lock keys that ran out with no value copy (written by another
---                program): Go announces them from the key alone
---   values       the values of the live locks, read with MGET in this same round trip
---                (an entry is false where a key expired in between: simply absent)
+-- Returns the values of the live locks, read with MGET in this same round trip (an
+-- entry is false where a key expired in between: simply absent).
+
+-- ours says whether k is a lock key of the index's type.
+-- foreign returns the lock announced for a key that kept no value copy, from the key
+-- alone, or nil when the key is not a lock key of this type with a valid uid
+-- (PROTOCOL.md §1): what goes into the JSON is only what that rule lets through.
+local function ours(k)
+  return string.sub(k, 1, #ARGV[7]) == ARGV[7]
+end
+
+local function foreign(k)
+  if not ours(k) then return nil end
+  local uid = string.sub(k, #ARGV[7] + 1)
+  if #uid < 1 or #uid > 128 or not string.match(uid, '^[A-Za-z0-9_%.:%-]+$') then return nil end
+  return ARGV[8] .. uid .. ARGV[9]
+end
+
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[5], 'LIMIT', 0, tonumber(ARGV[6]))
-local unannounced, live = {}, {}
+local live = {}
 for _, k in ipairs(due) do
-  if redis.call('EXISTS', k) == 0 then
+  if not ours(k) or redis.call('EXISTS', k) == 0 then -- not a lock of this type: pruned too
     redis.call('ZREM', KEYS[1], k)
     local v = redis.call('HGET', KEYS[2], k)
     redis.call('HDEL', KEYS[2], k)
-    if v then publish('Expired', v) else unannounced[#unannounced + 1] = k end
+    v = v or foreign(k)
+    if v then publish('Expired', v) end
   else
     -- our clock is ahead of Redis's: Redis says it is alive, so it is
     live[#live + 1] = k
@@ -39,4 +56,4 @@ for i = 1, #live, 1000 do
     values[#values + 1] = v
   end
 end
-return {unannounced, values}
+return values
