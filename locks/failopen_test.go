@@ -112,6 +112,22 @@ func TestFailOpenCommandError(t *testing.T) {
 	if !strings.Contains(logs.String(), "reason=command") {
 		t.Fatalf("no warning with reason=command:\n%s", logs.String())
 	}
+	// Mine fails open as a whole: no locks, not the types read before the failure.
+	reg, err := NewRegistry("ApprovalRequest", "Order") // walked in this order
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, _ := newStore(t, c, Config{Registry: reg})
+	expect(t, protocol.OutcomeAcquired)(two.Claim(ctx, Ref{"acme", "ApprovalRequest", "mine"}, ada, ""))
+	c.Set(ctx, IndexKey("acme", "Order"), "not a sorted set", time.Minute)
+	if got := must1(two.Mine(ctx, "acme", ada.OID)); len(got) != 0 {
+		t.Fatalf("Mine with the Order index broken = %+v, want no locks", got)
+	}
+	c.Del(ctx, IndexKey("acme", "Order"))
+	if got := must1(two.Mine(ctx, "acme", ada.OID)); len(got) != 1 {
+		t.Fatalf("Mine with the Order index mended = %+v, want ada's lock", got)
+	}
+
 	// A value that is not a lock reads as corrupt, and fails open too.
 	ref2 := Ref{"acme", "ApprovalRequest", "r-2"}
 	c.Set(ctx, LockKey(ref2), "not json", time.Minute)
@@ -138,6 +154,19 @@ func TestClusterFailover(t *testing.T) {
 	slot := redistest.Slot(IndexKey(tenant, "ApprovalRequest"))
 	rec := runFeed(t, s, s, tenant)
 	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "before"}, ada, ""))
+
+	// A dead replica (of another master: this slot's replica must stay for the
+	// failover below) takes nothing from the locks: Redis is still ready. The client's
+	// slot map still lists the replica here, which is what /readyz once tripped on.
+	other := (slot + 16384/3) % 16384
+	if cl.MasterForSlot(t, other) == cl.MasterForSlot(t, slot) {
+		t.Fatalf("slots %d and %d have one master", slot, other)
+	}
+	cl.KillReplica(t, other)
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("Ping with a replica dead: %v", err)
+	}
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "replica-dead"}, ada, ""))
 
 	killed := time.Now()
 	cl.KillMaster(t, slot)

@@ -495,6 +495,7 @@ func (s *Store) Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, 
 		for _, t := range s.reg.Types() {
 			locks, err := s.sweep(ctx, tenant, t, func(l *protocol.Lock) bool { return l.HolderOID == oid })
 			if err != nil {
+				out = nil // failing open is no locks, not the types read so far
 				return "", err
 			}
 			out = append(out, locks...)
@@ -566,7 +567,9 @@ func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if s.cluster != nil {
-		return s.cluster.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
+		// Masters only: locks are read and written there, and a dead replica takes
+		// nothing from them.
+		return s.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 			return c.Ping(ctx).Err()
 		})
 	}

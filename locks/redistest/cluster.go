@@ -277,6 +277,29 @@ func (c *Cluster) KillMaster(t testing.TB, slot int) string {
 	return addr
 }
 
+// KillReplica SIGKILLs the live replica of the master serving slot, waits until it
+// has been reaped, and returns its address. The master keeps serving the slot.
+func (c *Cluster) KillReplica(t testing.TB, slot int) string {
+	t.Helper()
+	master := c.MasterForSlot(t, slot)
+	live := c.liveNodes()
+	clients, closeClients := adminClients(live)
+	defer closeClients()
+	for i, n := range live {
+		role, err := clients[i].Do(t.Context(), "ROLE").Slice()
+		if err != nil {
+			t.Fatalf("redistest: KillReplica(%d): ROLE on %s: %v", slot, n.addr(), err)
+		}
+		// A replica answers ["slave", master host, master port, state, offset].
+		if len(role) >= 3 && role[0] == "slave" && fmt.Sprintf("%v:%v", role[1], role[2]) == master {
+			n.proc.kill()
+			return n.addr()
+		}
+	}
+	t.Fatalf("redistest: KillReplica(%d): no live replica of %s", slot, master)
+	return ""
+}
+
 // WaitFailover waits, for up to 20 s, until exactly one live node reports
 // itself master of slot, every live node reports cluster_state:ok, and every
 // live node's CLUSTER SLOTS names that node as the slot's master. The last
