@@ -72,6 +72,11 @@ func TestLockOperations(t *testing.T) {
 	if r.Lock.HolderOID != "u-boss" || r.PreviousHolder == nil || r.PreviousHolder.OID != "u-ada" {
 		t.Fatalf("takenOver answer = %+v", r)
 	}
+	taken := r.Lock.AcquiredAt
+	r = expect(t, protocol.OutcomeTakenOver)(boss.Takeover(ctx, typ, "r-1001")) // from oneself
+	if r.Lock.HolderOID != "u-boss" || r.PreviousHolder == nil || r.PreviousHolder.OID != "u-boss" || !r.Lock.AcquiredAt.Equal(taken.Time) {
+		t.Fatalf("takenOver of one's own lock = %+v", r)
+	}
 	expect(t, protocol.OutcomeLost)(ada.Renew(ctx, typ, "r-1001"))
 	r = expect(t, protocol.OutcomeReleased)(boss.Release(ctx, typ, "r-1001"))
 	if r.Lock == nil || r.Lock.HolderOID != "u-boss" {
@@ -90,7 +95,7 @@ func TestLockOperations(t *testing.T) {
 		t.Fatalf("takeover of a free lock = %+v", r)
 	}
 
-	for op, n := range map[string]int{"claim": 3, "renew": 4, "release": 3, "takeover": 3} {
+	for op, n := range map[string]int{"claim": 3, "renew": 4, "release": 3, "takeover": 4} {
 		var sum float64
 		for _, o := range []protocol.Outcome{"acquired", "renewed", "locked", "lost", "released", "notHeld", "takenOver", "forbidden"} {
 			sum += th.metric("lockhub_hub_outcomes_total", "op="+op, "outcome="+string(o))

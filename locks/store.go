@@ -407,10 +407,17 @@ func (s *Store) Takeover(ctx context.Context, ref Ref, h protocol.Holder, conn s
 			case 3:
 				res.Lock = &l
 				return protocol.OutcomeAcquired, nil
-			case 2: // the caller's already: renew it, keeping acquiredAtUtc
-				if out, lock, err := s.extend(ctx, ref, k, h, conn, stored); err != nil || out == protocol.OutcomeRenewed {
-					res.Lock = lock
-					return out, err
+			case 2:
+				// The caller's already: takenOver from themselves (the outcomes of
+				// takeover are PROTOCOL.md §2's), the lease extended and acquiredAtUtc
+				// kept, broadcast as Renewed, which is what happened to the lock.
+				out, lock, err := s.extend(ctx, ref, k, h, conn, stored)
+				if err != nil {
+					return "", err
+				}
+				if out == protocol.OutcomeRenewed {
+					res.Lock, res.PreviousHolder = lock, &h
+					return protocol.OutcomeTakenOver, nil
 				}
 				// It slipped away between the scripts: take it over afresh.
 			default:

@@ -70,6 +70,9 @@ func TestLockAPI(t *testing.T) {
 	wantOutcome(t, r, 200, "takenOver")
 	equal(t, "previous holder", r.obj("previousHolder")["oid"], any("u-ada"))
 	equal(t, "new holder", r.obj("lock")["holderOid"], any("u-boss"))
+	r = e.do(req{method: "POST", path: lockPath + "/takeover", token: boss}) // from oneself
+	wantOutcome(t, r, 200, "takenOver")
+	equal(t, "previous holder of one's own lock", r.obj("previousHolder")["oid"], any("u-boss"))
 
 	// Ada lost it.
 	wantOutcome(t, e.do(req{method: "PUT", path: lockPath, token: ada}), 409, "lost")
