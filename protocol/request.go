@@ -93,7 +93,9 @@ func requestMembers(typ FrameType) (need int, ok bool) {
 // So the hub closes with CloseTooLarge on errors.Is(err, ErrFrameTooLarge), and
 // answers an *Error (errors.As) with it as the error frame.
 //
-// Members are matched case-sensitively; members a type does not use are ignored.
+// Members are matched case-sensitively. A known member (id, type, token, entityType,
+// entityUid) must be a JSON string even where the type does not use it, and is then
+// ignored; unknown members are ignored.
 // Entity types and uids are not checked beyond being strings: their syntax is the
 // store's to judge (CodeInvalidEntity).
 func DecodeRequest(data []byte) (Request, error) {
@@ -139,6 +141,16 @@ func DecodeRequest(data []byte) (Request, error) {
 	}
 	if req.ID == "" && req.Type != FrameAuth {
 		return Request{}, badRequest("", "missing id")
+	}
+	// A known member has one JSON type, string, in every frame: one of the wrong type
+	// is refused even where this type of frame does not use it (PROTOCOL.md §4).
+	for _, f := range [...]struct {
+		name string
+		raw  []byte
+	}{{"token", m.token}, {"entityType", m.entityType}, {"entityUid", m.entityUID}} {
+		if f.raw != nil && f.raw[0] != '"' {
+			return Request{}, badRequest(req.ID, "%s must be a string, not %s", f.name, kind(f.raw[0]))
+		}
 	}
 
 	if need&needToken != 0 {

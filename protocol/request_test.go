@@ -28,7 +28,7 @@ func TestDecodeRequest(t *testing.T) {
 		{"members in any order, whitespace", " \n{ \"entityUid\" : \"u\",\t\"type\":\"claim\" ,\"entityType\":\"A\",\"id\":\"1\"}\r\n",
 			Request{ID: "1", Type: FrameClaim, EntityType: "A", EntityUID: "u"}},
 		{"unknown members ignored", `{"id":"1","type":"mine","x":[{"id":2},"}"],"y":null,"z":-1.5e3,"w":true}`, Request{ID: "1", Type: FrameMine}},
-		{"members the type does not use ignored", `{"id":"1","type":"watch","entityType":"A","entityUid":7,"token":{}}`,
+		{"members the type does not use ignored", `{"id":"1","type":"watch","entityType":"A","entityUid":"u","token":"t"}`,
 			Request{ID: "1", Type: FrameWatch, EntityType: "A"}},
 		{"escapes decoded", `{"id":"\u0037","type":"cl\u0061im","entityType":"A\/B","entityUid":"\"q\""}`,
 			Request{ID: "7", Type: FrameClaim, EntityType: "A/B", EntityUID: `"q"`}},
@@ -91,6 +91,10 @@ func TestDecodeRequestBad(t *testing.T) {
 		{"missing entityUid", `{"id":"6","type":"claim","entityType":"A"}`, "6", "missing entityUid"},
 		{"entityUid a number", `{"id":"6","type":"release","entityType":"A","entityUid":1001}`, "6", "entityUid must be a string, not a number"},
 		{"entityUid a boolean", `{"id":"6","type":"renew","entityType":"A","entityUid":true}`, "6", "entityUid must be a string, not a boolean"},
+		// A known member of the wrong type is refused where the type does not use it too.
+		{"unused entityType a number", `{"id":"7","type":"mine","entityType":5}`, "7", "entityType must be a string, not a number"},
+		{"unused entityUid null", `{"id":"7","type":"watch","entityType":"A","entityUid":null}`, "7", "entityUid must be a string, not null"},
+		{"unused token an object", `{"id":"7","type":"claim","entityType":"A","entityUid":"u","token":{}}`, "7", "token must be a string, not an object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
