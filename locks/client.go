@@ -27,6 +27,7 @@ func NewClient(url string, cluster bool) (redis.UniversalClient, error) {
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = ClientTimeout, ClientTimeout, ClientTimeout
 		o.ClusterStateReloadInterval = clusterReload
 		o.MaxRetries, o.DialerRetries = 1, 1
+		o.ContextTimeoutEnabled = true // the store's Config.Timeout bounds each call
 		return redis.NewClusterClient(o), nil
 	}
 	o, err := redis.ParseURL(url)
@@ -37,5 +38,9 @@ func NewClient(url string, cluster bool) (redis.UniversalClient, error) {
 	// One retry, and one dial attempt (go-redis tries five by default): a dead Redis
 	// must fail a call fast, and the store fails open.
 	o.MaxRetries, o.DialerRetries = 1, 1
+	// go-redis ignores a ctx deadline on the socket unless told: without this a hung
+	// Redis held each call for ClientTimeout per attempt, whatever the store's
+	// Config.Timeout said.
+	o.ContextTimeoutEnabled = true
 	return redis.NewClient(o), nil
 }

@@ -1,0 +1,38 @@
+//go:build unix
+
+package hub
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// TestRedisHung: while Redis hangs (paused with SIGSTOP: connections accepted, nothing
+// answered, unlike TestRedisRestart's refused connections) a socket's claim is
+// answered unknown within the contract's 2 s; once Redis resumes claims succeed again.
+func TestRedisHung(t *testing.T) {
+	// The store's default timeout, not the generous one of the other hub tests: this
+	// test is about the bound.
+	th, srv := startReal(t, hubOptions{store: func(c *locks.Config) { c.Timeout = 0 }})
+	ctx := tctx(t)
+	ada, _ := th.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
+
+	srv.Pause(t)
+	for _, uid := range []string{"r-2", "r-1"} { // free, and held by the caller
+		start := time.Now()
+		r := expect(t, protocol.OutcomeUnknown)(ada.Claim(ctx, typ, uid))
+		if d := time.Since(start); d > 2*time.Second || r.Lock != nil {
+			t.Fatalf("claim of %s with Redis hung answered %+v after %s", uid, r, d)
+		}
+	}
+
+	srv.Resume(t)
+	eventually(t, "a claim to succeed after Redis resumes", func() bool {
+		r, err := ada.Claim(ctx, typ, "r-3")
+		return err == nil && r.Outcome == protocol.OutcomeAcquired
+	})
+}
