@@ -1,0 +1,155 @@
+package locks
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockhub/lockhub/locks/redistest"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// TestExpiryLeavesNothing: on a real redis-server, locks whose leases run out without a
+// release leave no key of any kind behind (lock:, lockidx:, lockval:, lockconn:, per
+// PROTOCOL.md §1 "an idle tenant leaves nothing behind"): the lock and sockets keys die
+// with the lease, and the sweep that announces the expiry empties the index and the
+// values hash, so they go at once. Without a sweep, the index and the values hash still
+// carry a TTL of at most the lease plus a minute.
+//
+// The index margin (indexMargin, 30 s) is a constant, not a Config field, so the
+// sweepless case checks the TTLs Redis holds rather than waiting them out.
+func TestExpiryLeavesNothing(t *testing.T) {
+	// Long enough to see every key before it goes on a loaded machine; the leases of all
+	// cases run out together, so the test takes about one lease.
+	const lease = time.Second
+	srv := redistest.StartServer(t)
+	c := srv.Client(t)
+	reg, err := NewRegistry("ApprovalRequest", "Invoice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := newStore(t, c, Config{Lease: lease, Registry: reg})
+	ctx := ctxT(t)
+	all := []string{"lock:", "lockidx:", "lockval:", "lockconn:"}
+
+	// One tenant per case: the server is this test's alone.
+	type ranOut struct {
+		name, tenant string
+		sweep        bool
+		leaseEnd     time.Time
+	}
+	var ran []ranOut
+	n := 0
+	for _, tc := range []struct {
+		name  string
+		kinds []string                          // the kinds of key the locks make
+		lock  func(t *testing.T, tenant string) // leaves locks of tenant to run out
+	}{
+		{"claimed over a socket", all, func(t *testing.T, tenant string) {
+			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-1"}, ada, "tab-1"))
+		}},
+		{"claimed over HTTP", []string{"lock:", "lockidx:", "lockval:"}, func(t *testing.T, tenant string) {
+			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-1"}, ada, ""))
+		}},
+		{"claimed from two tabs and renewed", all, func(t *testing.T, tenant string) {
+			ref := Ref{tenant, "ApprovalRequest", "r-1"}
+			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "tab-1"))
+			expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, ref, ada, "tab-2"))
+			expect(t, protocol.OutcomeRenewed)(s.Renew(ctx, ref, ada, "tab-1"))
+		}},
+		{"taken over", all, func(t *testing.T, tenant string) {
+			ref := Ref{tenant, "ApprovalRequest", "r-1"}
+			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "tab-1"))
+			expect(t, protocol.OutcomeTakenOver)(s.Takeover(ctx, ref, margot, "tab-9", true))
+		}},
+		{"several locks of two types, one released", all, func(t *testing.T, tenant string) {
+			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-1"}, ada, "tab-1"))
+			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-2"}, grace, ""))
+			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "Invoice", "i-1"}, ada, "tab-1"))
+			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "Invoice", "i-2"}, grace, "tab-2"))
+			expect(t, protocol.OutcomeReleased)(s.Release(ctx, Ref{tenant, "Invoice", "i-2"}, grace))
+		}},
+	} {
+		for _, sweep := range []bool{true, false} {
+			n++
+			name := tc.name + " then swept"
+			if !sweep {
+				name = tc.name + " without a sweep"
+			}
+			// Every case locks first, so that their leases run out together.
+			tenant := fmt.Sprintf("exp-%d", n)
+			tc.lock(t, tenant)
+			ran = append(ran, ranOut{name, tenant, sweep, time.Now().Add(lease)}) // no lease of the tenant ends later
+			got := tenantKeys(t, c, tenant)
+			for _, kind := range tc.kinds {
+				if !slices.ContainsFunc(got, func(k string) bool { return strings.HasPrefix(k, kind+"{") }) {
+					t.Fatalf("%s: no %s key before the leases ran out: %v", name, kind, got)
+				}
+			}
+		}
+	}
+
+	for _, r := range ran {
+		t.Run(r.name, func(t *testing.T) {
+			if !r.sweep {
+				checkLeftovers(t, c, r.tenant, r.leaseEnd)
+				return
+			}
+			eventually(t, 10*time.Second, "no key of the tenant left after the leases and a sweep", func() bool {
+				for _, typ := range reg.Types() {
+					if err := s.Sweep(ctx, r.tenant, typ); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return len(tenantKeys(t, c, r.tenant)) == 0
+			})
+		})
+	}
+}
+
+// checkLeftovers waits until every lease of tenant (the last ending at leaseEnd) has
+// run out, then checks that only index and values keys are left, each with a TTL ending
+// at most a minute (the contract's cap on the index margin) after leaseEnd.
+func checkLeftovers(t *testing.T, c *redis.Client, tenant string, leaseEnd time.Time) {
+	t.Helper()
+	ctx := ctxT(t)
+	eventually(t, 10*time.Second, "the lock and sockets keys to die with their leases", func() bool {
+		return !slices.ContainsFunc(tenantKeys(t, c, tenant), func(k string) bool {
+			return strings.HasPrefix(k, "lock:") || strings.HasPrefix(k, "lockconn:")
+		})
+	})
+	left := tenantKeys(t, c, tenant)
+	if len(left) == 0 {
+		t.Fatal("no index left before any sweep")
+	}
+	for _, k := range left {
+		if !strings.HasPrefix(k, "lockidx:") && !strings.HasPrefix(k, "lockval:") {
+			t.Errorf("%s left after every lease ran out", k)
+			continue
+		}
+		ttl, err := c.PTTL(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= 0 {
+			t.Errorf("%s has no TTL (%s): it would stay forever", k, ttl)
+		} else if ends := time.Now().Add(ttl); ends.After(leaseEnd.Add(time.Minute)) {
+			t.Errorf("%s lives until %s after the last lease, more than a minute", k, ends.Sub(leaseEnd))
+		}
+	}
+}
+
+// tenantKeys lists every key in tenant's hash tag, whatever its kind.
+func tenantKeys(t *testing.T, c *redis.Client, tenant string) []string {
+	t.Helper()
+	ks, err := c.Keys(ctxT(t), "*{"+tenant+"}*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ks)
+	return ks
+}
