@@ -3,7 +3,9 @@
 // reports:
 //
 //   - claim latency over the socket (p50/p99/max);
-//   - claim-to-event latency: from a claim sent to its Acquired event at each watcher;
+//   - claim-to-event latency: from a claim sent to its Acquired event at each watcher.
+//     Each claim is released half a claim spacing later (-rate), so one event's
+//     fan-out is measured, not an Acquired and a Released queued together;
 //   - events lost: Acquired and Released events of the run that a watcher never got
 //     (must be 0);
 //   - with -inproc, the hub's memory per idle authenticated socket: heap and stacks of

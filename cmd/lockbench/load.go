@@ -253,7 +253,7 @@ func closeWatchers(ws []*watcher) {
 }
 
 // claim runs the claimers: m sockets, k claims each, rate claims a second in all, each
-// claim of a fresh uid followed by its release. Every watcher should see an Acquired
+// claim of a fresh uid followed by its release half a claim spacing later. Every watcher should see an Acquired
 // and a Released event per claim.
 func (r *run) claim(ctx context.Context, watchers []*watcher, m, k int, rate float64) (claims, failed int, lat []time.Duration, err error) {
 	clients := make([]*protocol.Client, m)
@@ -274,6 +274,11 @@ func (r *run) claim(ctx context.Context, watchers []*watcher, m, k int, rate flo
 		}
 	}
 	interval := time.Duration(float64(time.Second) * float64(m) / rate)
+	// Each release waits half the spacing between two claims of the whole run, so its
+	// fan-out runs between two Acquired fan-outs instead of on top of the one just
+	// started: a user edits for a while before letting go, and the Acquired latency
+	// measured is that of one event's fan-out, not of two queued together.
+	holdFor := time.Duration(float64(time.Second) / rate / 2)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i, c := range clients {
@@ -303,6 +308,13 @@ func (r *run) claim(ctx context.Context, watchers []*watcher, m, k int, rate flo
 					ok++
 					mine = append(mine, d)
 					r.expected.Add(2 * int64(len(watchers)))
+					hold := time.NewTimer(holdFor)
+					select {
+					case <-ctx.Done():
+						hold.Stop()
+						break claims
+					case <-hold.C:
+					}
 					if _, err := c.Release(ctx, r.cl.typ, uid); err != nil {
 						bad++
 					}

@@ -77,7 +77,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&o.child, "child", false, "internal: run the clients only, driven by the parent on stdin/stdout")
 	fs.IntVar(&o.watchers, "watchers", 1000, "watching sockets")
 	fs.IntVar(&o.claimers, "claimers", 4, "claiming sockets")
-	fs.IntVar(&o.claims, "claims", 50, "claims per claimer, each followed by its release")
+	fs.IntVar(&o.claims, "claims", 50, "claims per claimer, each released half a claim spacing later")
 	fs.Float64Var(&o.rate, "rate", 10, "claims a second, all claimers together")
 	fs.IntVar(&o.pairs, "pairs", 500, "claim+release pairs for the socket/direct ratio (0: none)")
 	fs.IntVar(&o.dialers, "dialers", 32, "sockets opened concurrently")
