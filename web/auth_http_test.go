@@ -2,20 +2,13 @@ package web_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v2/jwa"
-	"github.com/lestrrat-go/jwx/v2/jwk"
-	"github.com/lestrrat-go/jwx/v2/jwt"
-
 	"github.com/lockhub/lockhub/hub"
+	"github.com/lockhub/lockhub/hub/hubtest"
 	"github.com/lockhub/lockhub/web"
 )
 
@@ -32,67 +25,32 @@ var authRoutes = []struct{ method, path string }{
 // the test runs or how long it takes.
 var tokenClock = time.Date(2026, 12, 2, 9, 15, 0, 0, time.UTC)
 
-// idp is an identity provider: a JWKS served over HTTP and the key that signs its tokens.
+// idp checks tokens of a hubtest.IDP with the real hub.JWKSAuth, on tokenClock.
 // Development tokens cannot carry an invalid tenant or oid (DevAuth.Issue refuses
-// them), a JWKS token can.
+// them); a JWKS token can.
 type idp struct {
-	t    *testing.T
-	key  jwk.Key
-	auth *hub.JWKSAuth // checks tokens against the JWKS, on tokenClock
+	*hubtest.IDP
+	auth *hub.JWKSAuth
 }
-
-const (
-	idpIssuer   = "https://login.example.com/"
-	idpAudience = "api://lockhub"
-)
 
 func newIDP(t *testing.T) *idp {
 	t.Helper()
-	_, raw, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := jwk.FromRaw(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = key.Set(jwk.KeyIDKey, "k1")
-	_ = key.Set(jwk.AlgorithmKey, jwa.EdDSA)
-	pub, err := jwk.PublicKeyOf(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := jwk.NewSet()
-	_ = set.AddKey(pub)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(set) // the test's own client; it fails loudly if cut
-	}))
-	t.Cleanup(srv.Close)
+	p := hubtest.NewIDP(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // ends the JWKS cache's goroutines
-	auth, err := hub.NewJWKSAuth(ctx, hub.JWKSConfig{URL: srv.URL, Issuer: idpIssuer, Audience: idpAudience,
-		HTTPClient: srv.Client(), Now: func() time.Time { return tokenClock }})
+	auth, err := hub.NewJWKSAuth(ctx, hub.JWKSConfig{URL: p.URL, Issuer: hubtest.Issuer, Audience: hubtest.Audience,
+		HTTPClient: p.Client, Now: func() time.Time { return tokenClock }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &idp{t: t, key: key, auth: auth}
+	return &idp{p, auth}
 }
 
 // token signs a token for tenant and oid that expires at exp.
-func (p *idp) token(tenant, oid string, exp time.Time) string {
-	p.t.Helper()
-	tok, err := jwt.NewBuilder().Issuer(idpIssuer).Audience([]string{idpAudience}).
-		IssuedAt(tokenClock.Add(-time.Minute)).Expiration(exp).
-		Claim("tid", tenant).Claim("oid", oid).Claim("name", "Ada Lovelace").Claim("roles", []string{}).Build()
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	b, err := jwt.Sign(tok, jwt.WithKey(jwa.EdDSA, p.key))
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return string(b)
+func (p *idp) token(t testing.TB, tenant, oid string, exp time.Time) string {
+	t.Helper()
+	return p.Token(t, map[string]any{"iat": tokenClock.Add(-time.Minute), "exp": exp,
+		"tid": tenant, "oid": oid, "name": "Ada Lovelace", "roles": []string{}})
 }
 
 // wantUnauthorized checks a 401 {"code":"unauthorized","message":".."}.
@@ -123,7 +81,7 @@ func TestInvalidIdentityRefused(t *testing.T) {
 		{"oid of 129 characters", "acme", strings.Repeat("u", 129)},
 		{"empty oid", "acme", ""},
 	} {
-		tok := p.token(tc.tenant, tc.oid, exp)
+		tok := p.token(t, tc.tenant, tc.oid, exp)
 		for _, rt := range authRoutes {
 			t.Run(tc.name+" "+rt.method+" "+rt.path, func(t *testing.T) {
 				wantUnauthorized(t, e.doT(t, req{method: rt.method, path: rt.path, token: tok}))
@@ -141,7 +99,7 @@ func TestInvalidIdentityRefused(t *testing.T) {
 		{"oid with a colon, 128 characters", "acme", "u:" + strings.Repeat("u", 126)},
 	} {
 		t.Run("accepted "+tc.name, func(t *testing.T) {
-			tok := p.token(tc.tenant, tc.oid, exp)
+			tok := p.token(t, tc.tenant, tc.oid, exp)
 			wantStatus(t, e.doT(t, req{method: "GET", path: "/api/me/locks", token: tok}), http.StatusOK, "")
 			wantOutcome(t, e.doT(t, req{method: "POST", path: lockPath, token: tok}), http.StatusOK, "acquired")
 		})
@@ -201,7 +159,7 @@ func TestTokenLeewayOverHTTP(t *testing.T) {
 			}
 			return tok
 		}},
-		{"JWKS", p.auth, func(t *testing.T, exp time.Time) string { return p.token("acme", "u-ada", exp) }},
+		{"JWKS", p.auth, func(t *testing.T, exp time.Time) string { return p.token(t, "acme", "u-ada", exp) }},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			e := newEnv(t, envOpts{config: func(c *web.Config) { c.Verifier = v.verifier }})
