@@ -27,7 +27,6 @@ const (
 	ReasonMoved       Reason = "moved"       // a redirect the client could not follow
 	ReasonCommand     Reason = "command"     // any other error Redis answered
 	ReasonCorrupt     Reason = "corrupt"     // a reply the store cannot read
-	ReasonPublish     Reason = "publish"     // a change was written but its event not published
 )
 
 // classify maps a Redis client error to its Reason. It branches on the error values

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/protocol"
@@ -82,6 +83,10 @@ func testFeed(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) 
 	tenant := fmt.Sprintf("feed-%d", time.Now().UnixNano())
 	rec := runFeed(t, b, a, tenant)
 	ctx := ctxT(t)
+	counted := map[protocol.Op]int{}
+	for _, op := range []protocol.Op{protocol.OpAcquired, protocol.OpRenewed, protocol.OpTakenOver, protocol.OpReleased} {
+		counted[op] = published(a, op) + published(b, op)
+	}
 
 	ref := Ref{tenant, "ApprovalRequest", "r-1"}
 	expect(t, protocol.OutcomeAcquired)(a.Claim(ctx, ref, ada, ""))
@@ -119,6 +124,22 @@ func testFeed(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) 
 	if other := rec.of("other-"+tenant, "r-1"); len(other) != 0 {
 		t.Fatalf("events leaked to another tenant: %+v", other)
 	}
+	// Each store counted what its scripts published since the feed was up: the events
+	// of r-1, by op (runFeed's probes before the subscription may not have arrived).
+	received := map[protocol.Op]int{}
+	for _, e := range evs {
+		received[e.Op]++
+	}
+	for op, before := range counted {
+		if got := published(a, op) + published(b, op) - before; got != received[op] {
+			t.Errorf("%s: the stores counted %d published, the feed delivered %d", op, got, received[op])
+		}
+	}
+}
+
+// published is how many events of op s counted as published.
+func published(s *Store, op protocol.Op) int {
+	return int(testutil.ToFloat64(s.met.published.WithLabelValues(string(op))))
 }
 
 // testExpiredOnce: two instances sweep the same tenant; each lease that runs out is
@@ -179,6 +200,9 @@ func testExpiredOnce(t *testing.T, be backend) {
 	eventually(t, 5*time.Second, "the marker arrives", func() bool { return len(rec.of(tenant, "marker")) > 0 })
 	if got := expired(); got != n {
 		t.Fatalf("%d Expired events for %d leases", got, n)
+	}
+	if got := published(a, protocol.OpExpired) + published(b, protocol.OpExpired); got != n {
+		t.Fatalf("the sweepers counted %d Expired published for %d leases", got, n)
 	}
 	if left := must1(a.List(ctx, tenant, "ApprovalRequest")); len(left) != 1 {
 		t.Fatalf("List after expiry = %+v, want only the marker", left)

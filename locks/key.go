@@ -58,7 +58,13 @@ func validName(s string, max int, colon bool) bool {
 // LockKey returns the key of r's lock: lock:{<tenant>}:<entityType>:<entityUid>.
 // The braces are a Redis Cluster hash tag, so every key of a tenant lives in one slot
 // (https://redis.io/docs/latest/operate/oss_and_stack/reference/cluster-spec/#hash-tags).
-func LockKey(r Ref) string { return "lock:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
+func LockKey(r Ref) string { return lockKeyPrefix(r.Tenant, r.Type) + r.UID }
+
+// lockKeyPrefix returns what every lock key of a tenant's type starts with:
+// lock:{<tenant>}:<entityType>:.
+func lockKeyPrefix(tenant, entityType string) string {
+	return "lock:{" + tenant + "}:" + entityType + ":"
+}
 
 // IndexKey returns the key of the index of a tenant's locks of one type:
 // lockidx:{<tenant>}:<entityType>, a sorted set of lock keys scored by expiry (Unix ms).

@@ -26,7 +26,9 @@ type Config struct {
 	// Lease is how long a claim or renewal holds a lock. Zero means 5 minutes.
 	Lease time.Duration
 	// Timeout bounds each operation, all its Redis round trips together, so a dead Redis
-	// never hangs a user. Zero means 500ms.
+	// never hangs a user. Zero means 500ms. It bounds a call on a Redis that hangs only
+	// if Client honours ctx deadlines on its socket (go-redis ContextTimeoutEnabled, as
+	// NewClient sets); otherwise the client's own read timeout does.
 	Timeout time.Duration
 	// Channels is how many pub/sub channels carry the change feed; tenants are spread
 	// over them by hash. Every instance on one Redis must use the same number.
@@ -211,6 +213,7 @@ func (s *Store) Claim(ctx context.Context, ref Ref, h protocol.Holder, conn stri
 			}
 			switch st {
 			case 1:
+				s.published(protocol.OpAcquired, 1)
 				res.Lock = &l
 				return protocol.OutcomeAcquired, nil
 			case 0:
@@ -282,6 +285,7 @@ func (s *Store) extend(ctx context.Context, ref Ref, k keys, h protocol.Holder, 
 		}
 		switch st {
 		case 1:
+			s.published(protocol.OpRenewed, 1)
 			return protocol.OutcomeRenewed, &l, nil
 		case 0:
 			if got == "" {
@@ -327,6 +331,7 @@ func (s *Store) Release(ctx context.Context, ref Ref, h protocol.Holder) (Result
 		}
 		switch st {
 		case 1:
+			s.published(protocol.OpReleased, 1)
 			return protocol.OutcomeReleased, nil
 		case 0:
 			return protocol.OutcomeNotHeld, nil
@@ -360,6 +365,7 @@ func (s *Store) Detach(ctx context.Context, ref Ref, h protocol.Holder, conn str
 		if st != 1 {
 			return protocol.OutcomeNotHeld, nil
 		}
+		s.published(protocol.OpReleased, 1)
 		l, err := decodeLock(stored)
 		if err != nil {
 			return "", err
@@ -372,8 +378,9 @@ func (s *Store) Detach(ctx context.Context, ref Ref, h protocol.Holder, conn str
 
 // Takeover gives ref's lock to h whoever holds it. allowed says whether h has the
 // takeover role; without it the answer is forbidden with the current lock. It answers
-// takenOver (PreviousHolder says from whom), acquired (it was free), renewed (h held it
-// already), forbidden or unknown.
+// takenOver (PreviousHolder says from whom; h itself when h held it already, the lease
+// then extended with acquiredAtUtc kept and broadcast as Renewed), acquired (it was
+// free), forbidden or unknown.
 func (s *Store) Takeover(ctx context.Context, ref Ref, h protocol.Holder, conn string, allowed bool) (Result, error) {
 	if err := s.check(ref, &h); err != nil {
 		return Result{}, err
@@ -397,6 +404,7 @@ func (s *Store) Takeover(ctx context.Context, ref Ref, h protocol.Holder, conn s
 			}
 			switch st {
 			case 1:
+				s.published(protocol.OpTakenOver, 1)
 				prev, err := decodeLock(stored)
 				if err != nil {
 					return "", err
@@ -405,6 +413,7 @@ func (s *Store) Takeover(ctx context.Context, ref Ref, h protocol.Holder, conn s
 				res.Lock, res.PreviousHolder = &l, &ph
 				return protocol.OutcomeTakenOver, nil
 			case 3:
+				s.published(protocol.OpAcquired, 1)
 				res.Lock = &l
 				return protocol.OutcomeAcquired, nil
 			case 2:
@@ -416,7 +425,12 @@ func (s *Store) Takeover(ctx context.Context, ref Ref, h protocol.Holder, conn s
 					return "", err
 				}
 				if out == protocol.OutcomeRenewed {
-					res.Lock, res.PreviousHolder = lock, &h
+					prev, err := decodeLock(stored) // extend read it already: it parses
+					if err != nil {
+						return "", err
+					}
+					ph := prev.Holder() // as stored, like the other takeovers
+					res.Lock, res.PreviousHolder = lock, &ph
 					return protocol.OutcomeTakenOver, nil
 				}
 				// It slipped away between the scripts: take it over afresh.
@@ -532,11 +546,17 @@ func (s *Store) Sweep(ctx context.Context, tenant, entityType string) error {
 func (s *Store) sweep(ctx context.Context, tenant, entityType string, keep func(*protocol.Lock) bool) ([]protocol.Lock, error) {
 	now := s.now()
 	head, tail := foreignLock(entityType)
-	args := append(s.pubArgs(tenant, now), now.UnixMilli(), sweepBatch, LockKey(Ref{tenant, entityType, ""}), head, tail)
-	values, err := s.sc.sweep.Run(ctx, s.rdb, []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType)}, args...).Slice()
+	args := append(s.pubArgs(tenant, now), now.UnixMilli(), sweepBatch, lockKeyPrefix(tenant, entityType), head, tail)
+	reply, err := s.sc.sweep.Run(ctx, s.rdb, []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType)}, args...).Slice()
 	if err != nil {
 		return nil, err
 	}
+	if len(reply) != 2 {
+		return nil, &corruptError{"sweep script answered an unexpected shape"}
+	}
+	expired, _ := reply[0].(int64)
+	s.published(protocol.OpExpired, int(expired))
+	values, _ := reply[1].([]any)
 	var out []protocol.Lock
 	for _, v := range values {
 		str, ok := v.(string)
@@ -554,6 +574,13 @@ func (s *Store) sweep(ctx context.Context, tenant, entityType string, keep func(
 		}
 	}
 	return out, nil
+}
+
+// published counts n events of op that a script published.
+func (s *Store) published(op protocol.Op, n int) {
+	if n > 0 {
+		s.met.published.WithLabelValues(string(op)).Add(float64(n))
+	}
 }
 
 // foreignLock is the lock sweep.lua announces as Expired for a lock another program

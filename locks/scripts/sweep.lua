@@ -14,8 +14,10 @@
 -- ARGV[8], ARGV[9]  a lock of that type with no holder, cut where its uid goes: how a
 --          lock written by another program (no value copy here) is announced
 --
--- Returns the values of the live locks, read with MGET in this same round trip (an
--- entry is false where a key expired in between: simply absent).
+-- Returns {expired, values}:
+--   expired  how many Expired events were published
+--   values   the values of the live locks, read with MGET in this same round trip (an
+--            entry is false where a key expired in between: simply absent)
 
 -- ours says whether k is a lock key of the index's type.
 -- foreign returns the lock announced for a key that kept no value copy, from the key
@@ -33,21 +35,28 @@ local function foreign(k)
 end
 
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[5], 'LIMIT', 0, tonumber(ARGV[6]))
-local live = {}
+local live, expired = {}, 0
 for _, k in ipairs(due) do
   if not ours(k) or redis.call('EXISTS', k) == 0 then -- not a lock of this type: pruned too
     redis.call('ZREM', KEYS[1], k)
     local v = redis.call('HGET', KEYS[2], k)
     redis.call('HDEL', KEYS[2], k)
     v = v or foreign(k)
-    if v then publish('Expired', v) end
+    if v then
+      publish('Expired', v)
+      expired = expired + 1
+    end
   else
     -- our clock is ahead of Redis's: Redis says it is alive, so it is
     live[#live + 1] = k
   end
 end
 for _, k in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[5], '+inf')) do
-  live[#live + 1] = k
+  if ours(k) then
+    live[#live + 1] = k
+  else
+    redis.call('ZREM', KEYS[1], k) -- never read: on a cluster it may be in another slot
+  end
 end
 -- one MGET, in chunks: unpack is bounded by Lua's C stack
 local values = {}
@@ -56,4 +65,4 @@ for i = 1, #live, 1000 do
     values[#values + 1] = v
   end
 end
-return values
+return {expired, values}
