@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -14,9 +15,15 @@ import (
 // answered, unlike TestRedisRestart's refused connections) a socket's claim is
 // answered unknown within the contract's 2 s; once Redis resumes claims succeed again.
 func TestRedisHung(t *testing.T) {
-	// The store's default timeout, not the generous one of the other hub tests: this
-	// test is about the bound.
-	th, srv := startReal(t, hubOptions{store: func(c *locks.Config) { c.Timeout = 0 }})
+	// The production client and the store's default timeout, not the generous ones of
+	// the other hub tests: this test is about the bound.
+	srv := redistest.StartServer(t)
+	rdb, err := locks.NewClient(srv.URL(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	th := startHub(t, rdb, hubOptions{store: func(c *locks.Config) { c.Timeout = 0 }})
 	ctx := tctx(t)
 	ada, _ := th.dial("acme", "u-ada")
 	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))

@@ -253,8 +253,8 @@ func closeWatchers(ws []*watcher) {
 }
 
 // claim runs the claimers: m sockets, k claims each, rate claims a second in all, each
-// claim of a fresh uid followed by its release half a claim spacing later. Every watcher should see an Acquired
-// and a Released event per claim.
+// claim of a fresh uid followed by its release half a claim spacing later. Every
+// watcher should see an Acquired and a Released event per claim.
 func (r *run) claim(ctx context.Context, watchers []*watcher, m, k int, rate float64) (claims, failed int, lat []time.Duration, err error) {
 	clients := make([]*protocol.Client, m)
 	defer func() {
