@@ -71,3 +71,45 @@ func TestBadFrames(t *testing.T) {
 		t.Errorf("invalid frames counted = %v", got)
 	}
 }
+
+// TestEmptyID: an empty id is an id (PROTOCOL.md §4: a string of at most 64
+// characters): it is served, and every answer echoes it, errors and snapshots included;
+// a frame with no id is still answered without one.
+func TestEmptyID(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	c, _ := th.dial("acme", "u-ada")
+	ctx := tctx(t)
+	for _, tc := range []struct {
+		name, data string
+		typ        protocol.FrameType
+	}{
+		{"claim", `{"id":"","type":"claim","entityType":"ApprovalRequest","entityUid":"r-1"}`, protocol.FrameResult},
+		{"watch", `{"id":"","type":"watch","entityType":"ApprovalRequest"}`, protocol.FrameSnapshot},
+		{"not lockable", `{"id":"","type":"claim","entityType":"Customer","entityUid":"c-1"}`, protocol.FrameError},
+		{"bad frame", `{"id":"","type":"claim","entityType":"ApprovalRequest"}`, protocol.FrameError},
+		{"refresh", `{"id":"","type":"auth","token":"` + th.token("acme", "u-ada") + `"}`, protocol.FrameResult},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := c.SendRaw(ctx, websocket.MessageText, []byte(tc.data)); err != nil {
+				t.Fatal(err)
+			}
+			f, err := c.NextFrame(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Type != tc.typ || !f.HasID || f.ID != "" || !strings.HasPrefix(string(f.Raw), `{"id":"","type":"`) {
+				t.Fatalf("answer %s, want a %s echoing the empty id", f.Raw, tc.typ)
+			}
+		})
+	}
+	// The lock claimed with an empty id is held like any other.
+	expect(t, protocol.OutcomeRenewed)(c.Claim(ctx, typ, "r-1"))
+	// No id at all is still bad_request, answered without an id.
+	if err := c.SendRaw(ctx, websocket.MessageText, []byte(`{"type":"mine"}`)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.NextFrame(ctx)
+	if err != nil || f.Error == nil || f.HasID || strings.Contains(string(f.Raw), `"id"`) {
+		t.Fatalf("a frame without an id answered %s, %v", f.Raw, err)
+	}
+}

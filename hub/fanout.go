@@ -85,7 +85,7 @@ func (h *Hub) resyncAll(ctx context.Context) {
 		if err != nil {
 			list = nil // only for names the hub validated before watching: cannot happen
 		}
-		snap := snapshotFrame("", key.typ, list)
+		snap := snapshotFrame(protocol.Request{}, key.typ, list) // unsolicited: no id
 		for i, c := range conns {
 			c.endSnapshot(key.typ, starts[i], snap)
 		}

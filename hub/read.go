@@ -166,11 +166,11 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 	}
 	label := frameLabel(req, err)
 	c.h.met.framesIn.WithLabelValues(label).Inc()
-	if !c.allow(start, req.ID) {
+	if !c.allow(start, req) {
 		return
 	}
 	if err != nil {
-		c.sendError(req.ID, err)
+		c.sendError(req, err)
 		return
 	}
 
@@ -196,7 +196,7 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 	case protocol.FrameMine:
 		mine, err := c.h.store.Mine(c.h.ctx, c.ident.Tenant, c.ident.OID)
 		if err != nil {
-			c.sendError(req.ID, err)
+			c.sendError(req, err)
 			break
 		}
 		c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Locks: mine})
@@ -212,7 +212,7 @@ var errBinary = &protocol.Error{Code: protocol.CodeBadRequest, Message: "binary 
 // allow applies the socket's rate limit to one request (PROTOCOL.md §4): beyond it the
 // request is answered rate_limited, and a socket still over the rate OverRateGrace
 // after the first rate_limited of its spell is closed with 4429.
-func (c *conn) allow(now time.Time, id string) bool {
+func (c *conn) allow(now time.Time, req protocol.Request) bool {
 	if c.limiter.AllowN(now, 1) {
 		return true
 	}
@@ -229,8 +229,7 @@ func (c *conn) allow(now time.Time, id string) bool {
 		c.closeWith(protocol.CloseTooMany, reasonTooMany)
 		return false
 	}
-	c.sendJSON(protocol.FrameError, protocol.Error{ID: id, Code: protocol.CodeRateLimited,
-		Message: "over the rate of this connection; slow down"})
+	c.sendError(req, &protocol.Error{Code: protocol.CodeRateLimited, Message: "over the rate of this connection; slow down"})
 	return false
 }
 
@@ -238,7 +237,7 @@ func (c *conn) allow(now time.Time, id string) bool {
 // through it, for release on disconnect.
 func (c *conn) answer(req protocol.Request, res locks.Result, err error) {
 	if err != nil {
-		c.sendError(req.ID, err)
+		c.sendError(req, err)
 		return
 	}
 	c.h.met.outcomes.WithLabelValues(string(req.Type), string(res.Outcome)).Inc()
@@ -271,7 +270,7 @@ func (c *conn) track(ref locks.Ref) {
 func (c *conn) watch(req protocol.Request) {
 	typ := req.EntityType
 	if err := c.checkType(typ); err != nil {
-		c.sendError(req.ID, err)
+		c.sendError(req, err)
 		return
 	}
 	start := c.beginSnapshot(typ)
@@ -283,7 +282,7 @@ func (c *conn) watch(req protocol.Request) {
 	if err != nil { // checked above; the store agrees
 		list = nil
 	}
-	c.endSnapshot(typ, start, snapshotFrame(req.ID, typ, list))
+	c.endSnapshot(typ, start, snapshotFrame(req, typ, list))
 }
 
 // checkType refuses a type that is not a valid name or not lockable, as the store
@@ -299,7 +298,7 @@ func (c *conn) checkType(typ string) error {
 func (c *conn) unwatch(req protocol.Request) {
 	typ := req.EntityType
 	if !locks.ValidType(typ) {
-		c.sendError(req.ID, &locks.InvalidEntityError{Field: "entityType", Value: typ})
+		c.sendError(req, &locks.InvalidEntityError{Field: "entityType", Value: typ})
 		return
 	}
 	if i := slices.Index(c.watched, typ); i >= 0 {
@@ -313,7 +312,7 @@ func (c *conn) unwatch(req protocol.Request) {
 // another tenant or oid with 4403.
 func (c *conn) refresh(req protocol.Request) {
 	if !req.IsRefresh() {
-		c.sendError("", &protocol.Error{Code: protocol.CodeBadRequest, Message: "already authenticated; a token refresh carries an id"})
+		c.sendError(protocol.Request{}, &protocol.Error{Code: protocol.CodeBadRequest, Message: "already authenticated; a token refresh carries an id"})
 		return
 	}
 	id, err := c.verify(req.Token)
@@ -331,11 +330,13 @@ func (c *conn) refresh(req protocol.Request) {
 	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Outcome: protocol.OutcomeRefreshed})
 }
 
-// sendError answers request id with the error frame err maps to.
-func (c *conn) sendError(id string, err error) {
-	c.sendJSON(protocol.FrameError, errorFrame(id, err))
+// sendError answers req with the error frame err maps to.
+func (c *conn) sendError(req protocol.Request, err error) {
+	c.sendJSON(protocol.FrameError, errorFrame(req, err))
 }
 
-func snapshotFrame(id, typ string, list []protocol.Lock) outFrame {
-	return encodeFrame(protocol.FrameSnapshot, protocol.Snapshot{ID: id, EntityType: typ, Locks: list})
+// snapshotFrame encodes the snapshot of typ answering req; an unsolicited one answers
+// protocol.Request{} and carries no id.
+func snapshotFrame(req protocol.Request, typ string, list []protocol.Lock) outFrame {
+	return encodeFrame(protocol.FrameSnapshot, protocol.Snapshot{ID: req.ID, HasID: req.HasID, EntityType: typ, Locks: list})
 }

@@ -18,9 +18,9 @@
 // A bad or expired token closes with CloseNotAuthenticated (4401), no auth in time with
 // CloseAuthTimeout (4408), any other frame first with CloseNotAuthenticated.
 //
-// Requests. Each carries an "id" chosen by the client (a string of 1 to MaxIDLength
-// characters) and is answered by exactly one frame echoing it: a result, a snapshot
-// (for watch) or an error. Requests may be pipelined: match answers by id, not order.
+// Requests. Each carries an "id" chosen by the client (a string of at most MaxIDLength
+// characters, perhaps empty) and is answered by exactly one frame echoing it: a result,
+// a snapshot (for watch) or an error. Requests may be pipelined: match answers by id, not order.
 //
 //	C: {"id":"7","type":"claim","entityType":"ApprovalRequest","entityUid":"r-1001"}
 //	S: {"id":"7","type":"result","outcome":"acquired","lock":{..}}

@@ -12,8 +12,8 @@ type ErrorCode string
 // Error codes of an error frame (PROTOCOL.md §4). The connection stays open after each.
 const (
 	// CodeBadRequest: not a well-formed frame (malformed JSON, unknown type, a missing
-	// or mistyped member, an id that is not a string of 1 to MaxIDLength characters,
-	// a binary message).
+	// or mistyped member, an id that is not a string of at most MaxIDLength
+	// characters, a binary message).
 	CodeBadRequest ErrorCode = "bad_request"
 	// CodeNotLockable: the entity type is not registered as lockable; the message
 	// names the registered types.
@@ -34,9 +34,11 @@ var ErrFrameTooLarge = errors.New("protocol: frame larger than 64 KiB")
 //
 //	{"id":"7","type":"error","code":"bad_request","message":"missing entityUid"}
 //
-// ID is the id of the request it answers, empty (and omitted) when none could be read.
+// ID is the id of the request it answers; the member is omitted when none could be
+// read, that is when ID is empty and HasID false.
 type Error struct {
 	ID      string    `json:"id,omitempty"`
+	HasID   bool      `json:"-"` // the request carried an empty id: echo it
 	Code    ErrorCode `json:"code"`
 	Message string    `json:"message"`
 }
@@ -46,14 +48,23 @@ func (e *Error) Error() string { return "protocol: " + string(e.Code) + ": " + e
 // MarshalJSON writes e as an error frame.
 func (e Error) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		ID      string    `json:"id,omitempty"`
+		ID      *string   `json:"id,omitempty"`
 		Type    FrameType `json:"type"`
 		Code    ErrorCode `json:"code"`
 		Message string    `json:"message"`
-	}{e.ID, FrameError, e.Code, e.Message})
+	}{idMember(e.ID, e.HasID), FrameError, e.Code, e.Message})
 }
 
 // badRequest returns a CodeBadRequest error answering the request id.
 func badRequest(id, format string, args ...any) *Error {
 	return &Error{ID: id, Code: CodeBadRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+// idMember is the id member of an answer: absent (nil) unless the request carried an
+// id, which is echoed even when empty.
+func idMember(id string, has bool) *string {
+	if id == "" && !has {
+		return nil
+	}
+	return &id
 }

@@ -19,8 +19,14 @@ import (
 // It marshals as the client sends it, members in this order:
 //
 //	{"id":"7","type":"claim","entityType":"ApprovalRequest","entityUid":"r-1001"}
+//
+// An id may be empty (PROTOCOL.md §4: a string of at most 64 characters), so whether
+// the frame carried one is HasID or a non-empty ID.
 type Request struct {
-	ID         string    `json:"id"`
+	ID string `json:"id"`
+	// HasID says the frame carries an id even though ID is empty; answers copy it so
+	// that an empty id is echoed too.
+	HasID      bool      `json:"-"`
 	Type       FrameType `json:"type"`
 	Token      string    `json:"token"`
 	EntityType string    `json:"entityType"`
@@ -45,7 +51,7 @@ func (r Request) MarshalJSON() ([]byte, error) {
 		EntityType *string   `json:"entityType,omitempty"`
 		EntityUID  *string   `json:"entityUid,omitempty"`
 	}{
-		member(r.ID, false), r.Type,
+		member(r.ID, r.HasID), r.Type,
 		member(r.Token, need&needToken != 0),
 		member(r.EntityType, need&needEntityType != 0),
 		member(r.EntityUID, need&needEntityUID != 0),
@@ -54,7 +60,10 @@ func (r Request) MarshalJSON() ([]byte, error) {
 
 // IsRefresh reports whether r is an in-band token refresh: an auth with an id. An auth
 // without an id is the first frame of a connection.
-func (r Request) IsRefresh() bool { return r.Type == FrameAuth && r.ID != "" }
+func (r Request) IsRefresh() bool { return r.Type == FrameAuth && r.carriesID() }
+
+// carriesID says whether r has an id, perhaps empty.
+func (r Request) carriesID() bool { return r.HasID || r.ID != "" }
 
 // The members a request type requires besides its id.
 const (
@@ -84,11 +93,11 @@ func requestMembers(typ FrameType) (need int, ok bool) {
 // A frame over MaxFrameSize is refused with ErrFrameTooLarge before it is parsed.
 // Anything else that is not a well-formed request is an *Error with Code
 // CodeBadRequest and a message naming the member at fault, carrying the frame's id
-// whenever a valid one could be read so that the error frame echoes it: malformed
-// JSON or trailing data, a value that is not an object, an unknown type, a missing
-// id (every type but auth), an id that is not a string of 1 to MaxIDLength
-// characters, a required member that is missing or not a JSON string, a member
-// given twice.
+// whenever a valid one could be read so that the error frame echoes it (HasID when it
+// is empty): malformed JSON or trailing data, a value that is not an object, an
+// unknown type, a missing id (every type but auth), an id that is not a string of at
+// most MaxIDLength characters, a known member that is not a JSON string, a required
+// member that is missing, a member given twice.
 //
 // So the hub closes with CloseTooLarge on errors.Is(err, ErrFrameTooLarge), and
 // answers an *Error (errors.As) with it as the error frame.
@@ -102,6 +111,19 @@ func DecodeRequest(data []byte) (Request, error) {
 	if len(data) > MaxFrameSize {
 		return Request{}, ErrFrameTooLarge
 	}
+	req, err := decodeRequest(data)
+	if err != nil {
+		if req.carriesID() { // every error after the id was read echoes it, empty or not
+			err.ID, err.HasID = req.ID, req.HasID
+		}
+		return Request{}, err
+	}
+	return req, nil
+}
+
+// decodeRequest is DecodeRequest under the size cap. On error the request it returns
+// holds the id, when one was read.
+func decodeRequest(data []byte) (Request, *Error) {
 	var m members
 	if err := m.scan(data); err != nil {
 		return Request{}, err
@@ -117,30 +139,29 @@ func DecodeRequest(data []byte) (Request, error) {
 		if err != nil {
 			return Request{}, err
 		}
-		if id == "" || utf8.RuneCountInString(id) > MaxIDLength {
-			return Request{}, badRequest("", "id must be 1 to %d characters", MaxIDLength)
+		if utf8.RuneCountInString(id) > MaxIDLength {
+			return Request{}, badRequest("", "id must be at most %d characters", MaxIDLength)
 		}
-		req.ID = id
+		req.ID, req.HasID = id, id == ""
 	}
 	if m.dup != "" {
-		return Request{}, badRequest(req.ID, "member %q given twice", m.dup)
+		return req, badRequest("", "member %q given twice", m.dup)
 	}
 
 	if m.typ == nil {
-		return Request{}, badRequest(req.ID, "missing type")
+		return req, badRequest("", "missing type")
 	}
 	typ, err := str("type", m.typ)
 	if err != nil {
-		err.ID = req.ID
-		return Request{}, err
+		return req, err
 	}
 	req.Type = FrameType(typ)
 	need, ok := requestMembers(req.Type)
 	if !ok {
-		return Request{}, badRequest(req.ID, "unknown type %s", quoteShort(typ))
+		return req, badRequest("", "unknown type %s", quoteShort(typ))
 	}
-	if req.ID == "" && req.Type != FrameAuth {
-		return Request{}, badRequest("", "missing id")
+	if !req.carriesID() && req.Type != FrameAuth {
+		return req, badRequest("", "missing id")
 	}
 	// A known member has one JSON type, string, in every frame: one of the wrong type
 	// is refused even where this type of frame does not use it (PROTOCOL.md §4).
@@ -149,39 +170,35 @@ func DecodeRequest(data []byte) (Request, error) {
 		raw  []byte
 	}{{"token", m.token}, {"entityType", m.entityType}, {"entityUid", m.entityUID}} {
 		if f.raw != nil && f.raw[0] != '"' {
-			return Request{}, badRequest(req.ID, "%s must be a string, not %s", f.name, kind(f.raw[0]))
+			return req, badRequest("", "%s must be a string, not %s", f.name, kind(f.raw[0]))
 		}
 	}
 
 	if need&needToken != 0 {
-		if req.Token, err = required("token", m.token, req.ID); err != nil {
-			return Request{}, err
+		if req.Token, err = required("token", m.token); err != nil {
+			return req, err
 		}
 	}
 	if need&needEntityType != 0 {
-		if req.EntityType, err = required("entityType", m.entityType, req.ID); err != nil {
-			return Request{}, err
+		if req.EntityType, err = required("entityType", m.entityType); err != nil {
+			return req, err
 		}
 	}
 	if need&needEntityUID != 0 {
-		if req.EntityUID, err = required("entityUid", m.entityUID, req.ID); err != nil {
-			return Request{}, err
+		if req.EntityUID, err = required("entityUid", m.entityUID); err != nil {
+			return req, err
 		}
 	}
 	return req, nil
 }
 
-// required returns the value of a member the request type needs, or the error
-// answering request id when it is missing or not a string.
-func required(name string, raw []byte, id string) (string, *Error) {
+// required returns the value of a member the request type needs, or the error when it
+// is missing or not a string.
+func required(name string, raw []byte) (string, *Error) {
 	if raw == nil {
-		return "", badRequest(id, "missing %s", name)
+		return "", badRequest("", "missing %s", name)
 	}
-	s, err := str(name, raw)
-	if err != nil {
-		err.ID = id
-	}
-	return s, err
+	return str(name, raw)
 }
 
 // members holds the raw JSON values of the members a request may carry, nil when

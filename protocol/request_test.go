@@ -27,6 +27,9 @@ func TestDecodeRequest(t *testing.T) {
 		{"mine", `{"id":"11","type":"mine"}`, Request{ID: "11", Type: FrameMine}},
 		{"members in any order, whitespace", " \n{ \"entityUid\" : \"u\",\t\"type\":\"claim\" ,\"entityType\":\"A\",\"id\":\"1\"}\r\n",
 			Request{ID: "1", Type: FrameClaim, EntityType: "A", EntityUID: "u"}},
+		// PROTOCOL.md §4: an id is a string of at most 64 characters, so "" is one.
+		{"id empty", `{"id":"","type":"mine"}`, Request{HasID: true, Type: FrameMine}},
+		{"refresh with an empty id", `{"id":"","type":"auth","token":"t"}`, Request{HasID: true, Type: FrameAuth, Token: "t"}},
 		{"unknown members ignored", `{"id":"1","type":"mine","x":[{"id":2},"}"],"y":null,"z":-1.5e3,"w":true}`, Request{ID: "1", Type: FrameMine}},
 		{"members the type does not use ignored", `{"id":"1","type":"watch","entityType":"A","entityUid":"u","token":"t"}`,
 			Request{ID: "1", Type: FrameWatch, EntityType: "A"}},
@@ -78,8 +81,7 @@ func TestDecodeRequestBad(t *testing.T) {
 		{"member names are case-sensitive", `{"ID":"1","type":"mine"}`, "", "missing id"},
 		{"id a number", `{"id":7,"type":"mine"}`, "", "id must be a string, not a number"},
 		{"id null", `{"id":null,"type":"mine"}`, "", "id must be a string, not null"},
-		{"id empty", `{"id":"","type":"mine"}`, "", "id must be 1 to 64 characters"},
-		{"id too long", `{"id":"` + strings.Repeat("1", MaxIDLength+1) + `","type":"mine"}`, "", "id must be 1 to 64 characters"},
+		{"id too long", `{"id":"` + strings.Repeat("1", MaxIDLength+1) + `","type":"mine"}`, "", "id must be at most 64 characters"},
 		{"id given twice", `{"id":"1","id":"2","type":"mine"}`, "", `member "id" given twice`},
 		{"type given twice", `{"id":"1","type":"mine","type":"claim"}`, "1", `member "type" given twice`},
 		{"missing token", `{"type":"auth"}`, "", "missing token"},
@@ -201,4 +203,51 @@ func TestRequestMarshalEmptyMembers(t *testing.T) {
 	// Members the type does not use are written only when set.
 	assertJSON(t, Request{ID: "2", Type: FrameMine}, `{"id":"2","type":"mine"}`)
 	assertJSON(t, Request{ID: "3", Type: "bogus", EntityUID: "u"}, `{"id":"3","type":"bogus","entityUid":"u"}`)
+}
+
+// TestEmptyID: an empty id is an id (PROTOCOL.md §4: a string of at most 64
+// characters). Every answer echoes it, errors and snapshots included, while frames that
+// carried no id are answered without one; a client reads the difference back.
+func TestEmptyID(t *testing.T) {
+	req, err := DecodeRequest([]byte(`{"id":"","type":"auth","token":"t"}`))
+	if err != nil || !req.IsRefresh() {
+		t.Fatalf("auth with an empty id = %+v, %v; want a refresh", req, err)
+	}
+	if b, _ := json.Marshal(req); !strings.Contains(string(b), `"id":""`) {
+		t.Fatalf("re-encoded as %s, without its id", b)
+	}
+	for _, tc := range []struct {
+		name, in string
+		want     string // how the error frame starts
+	}{
+		{"empty id echoed", `{"id":"","type":"nope"}`, `{"id":"","type":"error"`},
+		{"empty id echoed after a later member", `{"type":"claim","id":"","entityType":"A"}`, `{"id":"","type":"error"`},
+		{"no id, none echoed", `{"type":"nope"}`, `{"type":"error"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeRequest([]byte(tc.in))
+			var fe *Error
+			if !errors.As(err, &fe) {
+				t.Fatalf("DecodeRequest(%s) = %v, want *Error", tc.in, err)
+			}
+			b, _ := json.Marshal(fe)
+			if !strings.HasPrefix(string(b), tc.want) {
+				t.Fatalf("error frame %s, want it to start %s", b, tc.want)
+			}
+			back, err := DecodeServerFrame(b)
+			if err != nil || back.Error == nil || back.Error.ID != fe.ID || back.Error.HasID != fe.HasID {
+				t.Fatalf("read back as %+v, %v; sent %+v", back.Error, err, fe)
+			}
+		})
+	}
+	for _, s := range []Snapshot{{HasID: true, EntityType: "A"}, {EntityType: "A"}} {
+		b, _ := json.Marshal(s)
+		back, err := DecodeServerFrame(b)
+		if err != nil || back.Snapshot == nil || back.Snapshot.HasID != s.HasID || back.HasID != s.HasID {
+			t.Fatalf("snapshot %s read back as %+v, %v", b, back.Snapshot, err)
+		}
+	}
+	if f, err := DecodeServerFrame([]byte(`{"id":"","type":"result","outcome":"released","lock":null}`)); err != nil || !f.HasID {
+		t.Fatalf("a result answering an empty id = %+v, %v", f, err)
+	}
 }

@@ -100,6 +100,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 // knew. Locks marshals as [] when nil.
 type Snapshot struct {
 	ID         string `json:"id,omitempty"`
+	HasID      bool   `json:"-"` // the watch carried an empty id: echo it
 	EntityType string `json:"entityType"`
 	Locks      []Lock `json:"locks"`
 }
@@ -110,11 +111,11 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 		s.Locks = []Lock{}
 	}
 	return json.Marshal(struct {
-		ID         string    `json:"id,omitempty"`
+		ID         *string   `json:"id,omitempty"`
 		Type       FrameType `json:"type"`
 		EntityType string    `json:"entityType"`
 		Locks      []Lock    `json:"locks"`
-	}{s.ID, FrameSnapshot, s.EntityType, s.Locks})
+	}{idMember(s.ID, s.HasID), FrameSnapshot, s.EntityType, s.Locks})
 }
 
 // MarshalJSON writes e as a lock frame. It writes "type":"lock" whatever e.Type holds,
@@ -133,8 +134,9 @@ type ServerFrame struct {
 	Type FrameType
 	// ID is the id of the request the frame answers, for a result, snapshot or error;
 	// empty for welcome, lock events, unsolicited snapshots and errors answering a
-	// frame whose id could not be read.
-	ID string
+	// frame whose id could not be read. HasID tells an empty id from none.
+	ID    string
+	HasID bool
 
 	Welcome  *Welcome   // FrameWelcome
 	Result   *Result    // FrameResult
@@ -150,7 +152,7 @@ type ServerFrame struct {
 // encoding/json decodes any of them.
 type serverWire struct {
 	Type FrameType `json:"type"`
-	ID   string    `json:"id"`
+	ID   *string   `json:"id"`
 
 	// welcome
 	ConnectionID string   `json:"connectionId"`
@@ -191,6 +193,11 @@ func DecodeServerFrame(data []byte) (ServerFrame, error) {
 		return ServerFrame{}, badRequest("", "%s", describe(err))
 	}
 	f := ServerFrame{Type: w.Type, Raw: data}
+	var id string
+	if w.ID != nil {
+		id = *w.ID
+	}
+	hasID := w.ID != nil && id == ""
 	switch w.Type {
 	case FrameWelcome:
 		f.Welcome = &Welcome{
@@ -199,11 +206,11 @@ func DecodeServerFrame(data []byte) (ServerFrame, error) {
 			Lockable: w.Lockable, CanTakeOver: w.CanTakeOver,
 		}
 	case FrameResult:
-		if w.ID == "" {
+		if w.ID == nil {
 			return ServerFrame{}, badRequest("", "result without id")
 		}
-		f.ID = w.ID
-		r := &Result{ID: w.ID, Outcome: w.Outcome}
+		f.ID, f.HasID = id, hasID
+		r := &Result{ID: id, Outcome: w.Outcome}
 		switch w.Outcome {
 		case "":
 			r.Locks = w.Locks
@@ -215,11 +222,11 @@ func DecodeServerFrame(data []byte) (ServerFrame, error) {
 		}
 		f.Result = r
 	case FrameSnapshot:
-		f.ID = w.ID
-		f.Snapshot = &Snapshot{ID: w.ID, EntityType: w.EntityType, Locks: w.Locks}
+		f.ID, f.HasID = id, hasID
+		f.Snapshot = &Snapshot{ID: id, HasID: hasID, EntityType: w.EntityType, Locks: w.Locks}
 	case FrameError:
-		f.ID = w.ID
-		f.Error = &Error{ID: w.ID, Code: w.Code, Message: w.Message}
+		f.ID, f.HasID = id, hasID
+		f.Error = &Error{ID: id, HasID: hasID, Code: w.Code, Message: w.Message}
 	case FrameLock:
 		if w.Lock == nil {
 			return ServerFrame{}, badRequest("", "lock event without lock")
@@ -230,9 +237,9 @@ func DecodeServerFrame(data []byte) (ServerFrame, error) {
 		}
 		f.Event = e
 	case "":
-		return ServerFrame{}, badRequest(w.ID, "missing type")
+		return ServerFrame{}, badRequest(id, "missing type")
 	default:
-		return ServerFrame{}, badRequest(w.ID, "unknown type %s", quoteShort(string(w.Type)))
+		return ServerFrame{}, badRequest(id, "unknown type %s", quoteShort(string(w.Type)))
 	}
 	return f, nil
 }
