@@ -32,6 +32,7 @@ type Config struct {
 	RenewEvery     time.Duration
 	ReleaseGrace   time.Duration
 	DemoRedisURL   string // empty: the lock Redis
+	DemoCluster    bool   // DemoRedisURL is a cluster seed
 	AllowedOrigins []string
 	TakeoverRole   string
 	LogLevel       slog.Level
@@ -73,6 +74,7 @@ func settings() []*setting {
 		{flag: "renew-every", env: "LOCKHUB_RENEW_EVERY", def: "2m", usage: "how often clients renew their locks; shorter than --lease"},
 		{flag: "release-grace", env: "LOCKHUB_RELEASE_GRACE", def: "10s", usage: "how long after a socket closes its locks are released"},
 		{flag: "demo-redis-url", env: "LOCKHUB_DEMO_REDIS_URL", usage: "redis:// or rediss:// URL where the demo domain keeps its rows (empty: the lock Redis)"},
+		{flag: "demo-redis-cluster", env: "LOCKHUB_DEMO_REDIS_CLUSTER", def: "false", isBool: true, usage: "treat --demo-redis-url as a Redis Cluster seed (more seeds as ?addr=host:port)"},
 		{flag: "allowed-origins", env: "LOCKHUB_ALLOWED_ORIGINS", usage: "comma-separated WebSocket Origin allow-list, '*' for one DNS label (empty: same origin)"},
 		{flag: "takeover-role", env: "LOCKHUB_TAKEOVER_ROLE", def: "Locks.TakeOver", usage: "role that may take a lock over"},
 		{flag: "log-level", env: "LOCKHUB_LOG_LEVEL", def: "info", usage: "debug, info, warn or error"},
@@ -157,11 +159,16 @@ func validate(s map[string]*setting) (Config, error) {
 	} else if c.RedisCluster {
 		bad("redis-cluster", errors.New("needs --redis-url: the embedded Redis is not a cluster"))
 	}
+	if c.DemoCluster, err = strconv.ParseBool(str("demo-redis-cluster")); err != nil {
+		bad("demo-redis-cluster", fmt.Errorf("%q is not true or false", str("demo-redis-cluster")))
+	}
 	c.DemoRedisURL = str("demo-redis-url")
 	if c.DemoRedisURL != "" {
-		if err := checkRedisURL(c.DemoRedisURL, false); err != nil {
+		if err := checkRedisURL(c.DemoRedisURL, c.DemoCluster); err != nil {
 			bad("demo-redis-url", err)
 		}
+	} else if c.DemoCluster {
+		bad("demo-redis-cluster", errors.New("needs --demo-redis-url: without it the demo rows live in the lock Redis"))
 	}
 
 	c.JWKSURL, c.Issuer, c.Audience = str("jwks-url"), str("issuer"), str("audience")

@@ -165,7 +165,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	demoRDB := lockRDB
 	if cfg.DemoRedisURL != "" {
-		if demoRDB, err = locks.NewClient(cfg.DemoRedisURL, false); err != nil {
+		if demoRDB, err = locks.NewClient(cfg.DemoRedisURL, cfg.DemoCluster); err != nil {
 			return err // validated already; kept for safety
 		}
 		closers = append(closers, func() { _ = demoRDB.Close() })

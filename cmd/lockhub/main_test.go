@@ -155,6 +155,8 @@ func TestConfigErrors(t *testing.T) {
 		{"unparsable demo redis URL", []string{"--demo-redis-url", "mysql://x"}, nil, "--demo-redis-url"},
 		{"cluster without URL", []string{"--redis-cluster"}, nil, "--redis-cluster"},
 		{"cluster not a bool", nil, []string{"LOCKHUB_REDIS_CLUSTER", "maybe"}, "LOCKHUB_REDIS_CLUSTER"},
+		{"demo cluster without its URL", []string{"--demo-redis-cluster"}, nil, "--demo-redis-cluster"},
+		{"demo cluster not a bool", nil, []string{"LOCKHUB_DEMO_REDIS_CLUSTER", "yes please"}, "LOCKHUB_DEMO_REDIS_CLUSTER"},
 		{"bad origin", []string{"--allowed-origins", "https://tms.example.com, ftp://x"}, nil, "--allowed-origins"},
 		{"origin with path", []string{"--allowed-origins", "https://tms.example.com/app"}, nil, "--allowed-origins"},
 		{"any origin", []string{"--allowed-origins", "https://*"}, nil, "--allowed-origins"},
@@ -354,6 +356,46 @@ func TestRunOnRedis(t *testing.T) {
 		t.Fatalf("claim with Redis dead: %d %s", a.status, a.raw)
 	}
 	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestRunOnCluster runs the binary on a real Redis Cluster, its demo rows too, from a
+// seed node that does not serve the tenant's slot; without --demo-redis-cluster that
+// seed answers MOVED to the demo store, which says it is unavailable.
+func TestRunOnCluster(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	owner := cl.MasterForSlot(t, redistest.Slot("{acme}"))
+	var seed string
+	for _, a := range cl.MasterAddrs() {
+		if a != owner {
+			seed = "redis://" + a
+			break
+		}
+	}
+	r := start(t, []string{"--redis-url", seed, "--redis-cluster", "--demo-redis-url", seed}, env("LOCKHUB_DEMO_REDIS_CLUSTER", "true"))
+	ada := devToken(t, r.url, "u-ada")
+	if a := call(t, "POST", r.url+"/api/locks/ApprovalRequest/r-1001", ada, ""); a.status != 200 || a.body["outcome"] != "acquired" {
+		t.Fatalf("claim on the cluster: %d %s", a.status, a.raw)
+	}
+	if a := call(t, "POST", r.url+"/api/approval-requests/r-1001/approve", ada, ""); a.status != 200 || a.body["status"] != "approved" {
+		t.Fatalf("approve on the cluster: %d %s", a.status, a.raw)
+	}
+	if a := call(t, "GET", r.url+"/api/me/locks", ada, ""); a.status != 200 || len(a.body["locks"].([]any)) != 0 {
+		t.Fatalf("approve left the lock: %d %s", a.status, a.raw)
+	}
+	if a := call(t, "GET", r.url+"/readyz", "", ""); a.status != 200 {
+		t.Fatalf("readyz on the cluster: %d %s", a.status, a.raw)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	standalone := start(t, []string{"--redis-url", seed, "--redis-cluster", "--demo-redis-url", seed}, env())
+	if a := call(t, "GET", standalone.url+"/api/approval-requests/r-1001", devToken(t, standalone.url, "u-ada"), ""); a.status != 503 || a.body["code"] != "store_unavailable" {
+		t.Fatalf("a cluster seed read as a standalone demo Redis: %d %s", a.status, a.raw)
+	}
+	if err := standalone.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 }
