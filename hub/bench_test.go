@@ -31,7 +31,7 @@ func BenchmarkClaimRelease(b *testing.B) {
 		if r, _ := th.store.Claim(ctx, ref, h, ""); r.Outcome != protocol.OutcomeAcquired {
 			b.Fatalf("direct claim: %s", r.Outcome)
 		}
-		if r, _ := th.store.Release(ctx, ref, h); r.Outcome != protocol.OutcomeReleased {
+		if r, _ := th.store.Release(ctx, ref, h, ""); r.Outcome != protocol.OutcomeReleased {
 			b.Fatalf("direct release: %s", r.Outcome)
 		}
 		t1 := time.Now()

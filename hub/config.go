@@ -20,7 +20,7 @@ import (
 type Store interface {
 	Claim(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
 	Renew(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
-	Release(ctx context.Context, ref locks.Ref, h protocol.Holder) (locks.Result, error)
+	Release(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
 	Takeover(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, allowed bool) (locks.Result, error)
 	Detach(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, release bool) (locks.Result, error)
 	List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error)

@@ -71,6 +71,12 @@
 //   - the lock was released, taken over or claimed by someone else meanwhile: detach
 //     sees another holder or no lock and changes nothing.
 //
+// An explicit release through a socket (a form closing, the browser client's pagehide)
+// follows the same rule at once, without the grace: it removes this socket from the set
+// and releases the lock only if no other socket of the holder is left in it; otherwise
+// it answers released for this socket and announces nothing. A release over HTTP has no
+// socket and drops the lock whoever uses it.
+//
 // The grace is timed by the instance where the socket closed (Run's release timers, a
 // FIFO since every job waits the same grace). The set is only a hint of who may still
 // use the lock, never the lock itself: the lease stays the truth. If an instance dies

@@ -184,7 +184,7 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 		res, err := c.h.store.Renew(c.h.ctx, ref, holder, c.id)
 		c.answer(req, res, err)
 	case protocol.FrameRelease:
-		res, err := c.h.store.Release(c.h.ctx, ref, holder)
+		res, err := c.h.store.Release(c.h.ctx, ref, holder, c.id)
 		c.answer(req, res, err)
 	case protocol.FrameTakeover:
 		res, err := c.h.store.Takeover(c.h.ctx, ref, holder, c.id, c.ident.HasRole(c.h.cfg.TakeoverRole))

@@ -68,6 +68,36 @@ func TestReleaseOnDisconnectTwoTabs(t *testing.T) {
 	wantEvent(t, w, protocol.OpReleased, "r-1")
 }
 
+// TestReleaseFromOneTab: the browser client releases its locks on pagehide, and a
+// form releases when it closes; with the same person editing in another tab, that
+// release lets go of the closing tab's share only. The lock stays, the watcher hears
+// nothing, until the last tab releases.
+func TestReleaseFromOneTab(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	ctx := tctx(t)
+	w, _ := th.dial("acme", "u-watcher")
+	if _, err := w.Watch(ctx, typ); err != nil {
+		t.Fatal(err)
+	}
+	tab1, _ := th.dial("acme", "u-ada")
+	tab2, _ := th.dial("acme", "u-ada")
+	grace, _ := th.dial("acme", "u-grace")
+	expect(t, protocol.OutcomeAcquired)(tab1.Claim(ctx, typ, "r-1"))
+	expect(t, protocol.OutcomeRenewed)(tab2.Claim(ctx, typ, "r-1"))
+	wantEvent(t, w, protocol.OpAcquired, "r-1")
+	wantEvent(t, w, protocol.OpRenewed, "r-1")
+
+	expect(t, protocol.OutcomeReleased)(tab1.Release(ctx, typ, "r-1"))
+	if r := expect(t, protocol.OutcomeLocked)(grace.Claim(ctx, typ, "r-1")); r.Lock.HolderOID != "u-ada" {
+		t.Fatalf("after tab 1's release the lock is %+v, want Ada's for tab 2", r.Lock)
+	}
+	expect(t, protocol.OutcomeReleased)(tab2.Release(ctx, typ, "r-1"))
+	// The first event after the two Ada events is tab 2's release: tab 1's announced
+	// nothing.
+	wantEvent(t, w, protocol.OpReleased, "r-1")
+	expect(t, protocol.OutcomeAcquired)(grace.Claim(ctx, typ, "r-1"))
+}
+
 // TestReloadKeepsLock: a page reload is a new socket that re-claims within the grace.
 func TestReloadKeepsLock(t *testing.T) {
 	th := startMini(t, hubOptions{})

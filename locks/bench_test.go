@@ -49,7 +49,7 @@ func claimRelease(b *testing.B, s *Store, ctx context.Context, ref Ref) {
 	if r, _ := s.Claim(ctx, ref, ada, ""); r.Outcome != protocol.OutcomeAcquired {
 		b.Fatalf("claim: %s", r.Outcome)
 	}
-	if r, _ := s.Release(ctx, ref, ada); r.Outcome != protocol.OutcomeReleased {
+	if r, _ := s.Release(ctx, ref, ada, ""); r.Outcome != protocol.OutcomeReleased {
 		b.Fatalf("release: %s", r.Outcome)
 	}
 }

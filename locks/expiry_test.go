@@ -71,7 +71,7 @@ func TestExpiryLeavesNothing(t *testing.T) {
 			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-2"}, grace, ""))
 			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "Invoice", "i-1"}, ada, "tab-1"))
 			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "Invoice", "i-2"}, grace, "tab-2"))
-			expect(t, protocol.OutcomeReleased)(s.Release(ctx, Ref{tenant, "Invoice", "i-2"}, grace))
+			expect(t, protocol.OutcomeReleased)(s.Release(ctx, Ref{tenant, "Invoice", "i-2"}, grace, ""))
 		}},
 	} {
 		for _, sweep := range []bool{true, false} {

@@ -43,7 +43,7 @@ func TestFailOpenStandaloneKilled(t *testing.T) {
 	}{
 		{"claim", func() (protocol.Outcome, int) { r, _ := s.Claim(ctx, ref, grace, ""); return r.Outcome, 0 }},
 		{"renew", func() (protocol.Outcome, int) { r, _ := s.Renew(ctx, ref, ada, ""); return r.Outcome, 0 }},
-		{"release", func() (protocol.Outcome, int) { r, _ := s.Release(ctx, ref, ada); return r.Outcome, 0 }},
+		{"release", func() (protocol.Outcome, int) { r, _ := s.Release(ctx, ref, ada, ""); return r.Outcome, 0 }},
 		{"takeover", func() (protocol.Outcome, int) { r, _ := s.Takeover(ctx, ref, margot, "", true); return r.Outcome, 0 }},
 		{"detach", func() (protocol.Outcome, int) { r, _ := s.Detach(ctx, ref, ada, "c1", true); return r.Outcome, 0 }},
 		{"get", func() (protocol.Outcome, int) {

@@ -61,7 +61,7 @@ func runFeed(t *testing.T, s *Store, via *Store, tenant string) *recorder {
 	probe := Ref{tenant, "ApprovalRequest", "probe"}
 	eventually(t, 10*time.Second, "the feed is subscribed", func() bool {
 		via.Claim(ctx, probe, ada, "")
-		via.Release(ctx, probe, ada)
+		via.Release(ctx, probe, ada, "")
 		return len(rec.of(tenant, "probe")) > 0
 	})
 	return rec
@@ -93,7 +93,7 @@ func testFeed(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) 
 	expect(t, protocol.OutcomeRenewed)(a.Claim(ctx, ref, ada, ""))
 	expect(t, protocol.OutcomeRenewed)(a.Renew(ctx, ref, ada, ""))
 	expect(t, protocol.OutcomeTakenOver)(b.Takeover(ctx, ref, margot, "", true))
-	expect(t, protocol.OutcomeReleased)(a.Release(ctx, ref, margot))
+	expect(t, protocol.OutcomeReleased)(a.Release(ctx, ref, margot, ""))
 	want := "Acquired Renewed Renewed TakenOver Released "
 	eventually(t, 5*time.Second, "five events in order", func() bool { return len(rec.of(tenant, "r-1")) >= 5 })
 	evs := rec.of(tenant, "r-1")
@@ -247,10 +247,48 @@ func testDetach(t *testing.T, newClient func(t *testing.T) redis.UniversalClient
 
 	// A stale socket has no say over a lock claimed afresh since, here over HTTP.
 	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "stale"))
-	expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada))
+	expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada, ""))
 	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, ""))
 	expect(t, protocol.OutcomeNotHeld)(s.Detach(ctx, ref, ada, "stale", true))
 	if must1(s.Get(ctx, ref)) == nil {
 		t.Fatal("a stale socket's detach released a lock claimed afresh")
+	}
+}
+
+// testReleaseFromTab: a release from one socket lets go of that socket's share: the
+// same person's other tab keeps the lock, and nothing is announced, until the last tab
+// lets go. A release over HTTP (no socket) drops the lock whoever uses it.
+func testReleaseFromTab(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) {
+	s, _ := newStore(t, newClient(t), Config{})
+	tenant := fmt.Sprintf("tabs-%d", time.Now().UnixNano())
+	rec := runFeed(t, s, s, tenant)
+	ctx := ctxT(t)
+	ref := Ref{tenant, "ApprovalRequest", "r-1"}
+
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "tab-1"))
+	expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, ref, ada, "tab-2"))
+	if r := expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada, "tab-1")); r.Lock == nil || r.Lock.HolderOID != ada.OID {
+		t.Fatalf("tab 1's release answered %+v", r.Lock)
+	}
+	expect(t, protocol.OutcomeLocked)(s.Claim(ctx, ref, grace, "grace-tab")) // still Ada's, for tab 2
+	expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada, "tab-1"))   // tab 1 again: it has no share
+	expect(t, protocol.OutcomeRenewed)(s.Renew(ctx, ref, ada, "tab-2"))
+	expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada, "tab-2"))
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, grace, "grace-tab"))
+
+	// Over HTTP the holder drops it whatever tabs use it.
+	http := Ref{tenant, "ApprovalRequest", "r-2"}
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, http, ada, "tab-1"))
+	expect(t, protocol.OutcomeReleased)(s.Release(ctx, http, ada, ""))
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, http, grace, ""))
+
+	eventually(t, 5*time.Second, "the events of r-1 and r-2", func() bool {
+		return len(rec.of(tenant, "r-1")) >= 5 && len(rec.of(tenant, "r-2")) >= 3
+	})
+	if got, want := ops(rec.of(tenant, "r-1")), "Acquired Renewed Renewed Released Acquired "; got != want {
+		t.Fatalf("r-1 events %q, want %q: a tab's release must announce nothing while another tab holds it", got, want)
+	}
+	if got, want := ops(rec.of(tenant, "r-2")), "Acquired Released Acquired "; got != want {
+		t.Fatalf("r-2 events %q, want %q", got, want)
 	}
 }

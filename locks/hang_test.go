@@ -39,7 +39,7 @@ func TestFailOpenStandaloneHung(t *testing.T) {
 	}{
 		{"claim", func(t *testing.T) { expect(t, protocol.OutcomeUnknown)(s.Claim(ctx, ref, grace, "")) }},
 		{"renew", func(t *testing.T) { expect(t, protocol.OutcomeUnknown)(s.Renew(ctx, ref, ada, "c1")) }},
-		{"release", func(t *testing.T) { expect(t, protocol.OutcomeUnknown)(s.Release(ctx, ref, ada)) }},
+		{"release", func(t *testing.T) { expect(t, protocol.OutcomeUnknown)(s.Release(ctx, ref, ada, "")) }},
 		{"takeover", func(t *testing.T) { expect(t, protocol.OutcomeUnknown)(s.Takeover(ctx, ref, margot, "", true)) }},
 		{"get", func(t *testing.T) {
 			if l, err := s.Get(ctx, ref); l != nil || err != nil {

@@ -311,14 +311,17 @@ func (s *Store) extend(ctx context.Context, ref Ref, k keys, h protocol.Holder, 
 }
 
 // Release drops h's lock on ref. It answers released (Lock is the lock that was held),
-// notHeld (free, Lock nil, or someone else's, Lock says whose) or unknown.
-func (s *Store) Release(ctx context.Context, ref Ref, h protocol.Holder) (Result, error) {
+// notHeld (free, Lock nil, or someone else's, Lock says whose) or unknown. Released
+// through socket conn ("" over HTTP), it lets go of that socket's share only: while
+// another socket of h still uses the lock (the same person in another tab, see Detach)
+// the lock stays h's, nothing is published, and the answer is still released.
+func (s *Store) Release(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
 	if err := s.check(ref, &h); err != nil {
 		return Result{}, err
 	}
 	var res Result
 	res.Outcome = s.op(ctx, "release", func(ctx context.Context) (protocol.Outcome, error) {
-		st, stored, err := s.run(ctx, s.sc.release, s.keys(ref), ref.Tenant, s.now(), h.OID, indexMargin.Milliseconds())
+		st, stored, err := s.run(ctx, s.sc.release, s.keys(ref), ref.Tenant, s.now(), h.OID, indexMargin.Milliseconds(), conn)
 		if err != nil {
 			return "", err
 		}
@@ -332,6 +335,8 @@ func (s *Store) Release(ctx context.Context, ref Ref, h protocol.Holder) (Result
 		switch st {
 		case 1:
 			s.published(protocol.OpReleased, 1)
+			return protocol.OutcomeReleased, nil
+		case 2: // released for conn; another socket of h keeps it
 			return protocol.OutcomeReleased, nil
 		case 0:
 			return protocol.OutcomeNotHeld, nil

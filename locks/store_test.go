@@ -63,12 +63,12 @@ func testOutcomes(t *testing.T, b backend) {
 			})
 			t.Run("release released, notHeld", func(t *testing.T) {
 				ref := next()
-				expect(t, protocol.OutcomeNotHeld)(s.Release(ctx, ref, ada))
+				expect(t, protocol.OutcomeNotHeld)(s.Release(ctx, ref, ada, ""))
 				expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, ""))
-				if r := expect(t, protocol.OutcomeNotHeld)(s.Release(ctx, ref, grace)); r.Lock == nil || r.Lock.HolderOID != ada.OID {
+				if r := expect(t, protocol.OutcomeNotHeld)(s.Release(ctx, ref, grace, "")); r.Lock == nil || r.Lock.HolderOID != ada.OID {
 					t.Fatalf("notHeld by Grace returned %+v", r.Lock)
 				}
-				expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada))
+				expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada, ""))
 				if l := must1(s.Get(ctx, ref)); l != nil {
 					t.Fatalf("released lock still there: %+v", l)
 				}
@@ -88,13 +88,13 @@ func testOutcomes(t *testing.T, b backend) {
 				if ttl := c.PTTL(ctx, idx).Val(); ttl < 5*time.Minute || ttl > 5*time.Minute+indexMargin {
 					t.Fatalf("index TTL %s with a 5 min lock, want 5m..5m%s", ttl, indexMargin)
 				}
-				expect(t, protocol.OutcomeReleased)(s.Release(ctx, z, grace))
+				expect(t, protocol.OutcomeReleased)(s.Release(ctx, z, grace, ""))
 				for _, k := range []string{idx, ValuesKey(tenant, "ApprovalRequest")} {
 					if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 || ttl > time.Minute+indexMargin {
 						t.Fatalf("%s TTL %s after the 5 min lock went, want at most the 1 min lock's + %s", k, ttl, indexMargin)
 					}
 				}
-				expect(t, protocol.OutcomeReleased)(short.Release(ctx, a, ada))
+				expect(t, protocol.OutcomeReleased)(short.Release(ctx, a, ada, ""))
 				if n := c.Exists(ctx, idx, ValuesKey(tenant, "ApprovalRequest")).Val(); n != 0 {
 					t.Fatalf("an index without locks is left behind (%d keys)", n)
 				}
@@ -102,7 +102,7 @@ func testOutcomes(t *testing.T, b backend) {
 			t.Run("takeover takenOver, acquired, forbidden", func(t *testing.T) {
 				ref := next()
 				expect(t, protocol.OutcomeAcquired)(s.Takeover(ctx, ref, margot, "", true))
-				expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, margot))
+				expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, margot, ""))
 				expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, ""))
 				if r := expect(t, protocol.OutcomeForbidden)(s.Takeover(ctx, ref, grace, "", false)); r.Lock == nil || r.Lock.HolderOID != ada.OID {
 					t.Fatalf("forbidden returned %+v, want Ada's lock", r.Lock)
@@ -118,7 +118,7 @@ func testOutcomes(t *testing.T, b backend) {
 					again.Lock.HolderOID != margot.OID || !again.Lock.AcquiredAt.Equal(r.Lock.AcquiredAt.Time) {
 					t.Fatalf("own takeover: previous %+v lock %+v, first %+v", again.PreviousHolder, again.Lock, r.Lock)
 				}
-				expect(t, protocol.OutcomeNotHeld)(s.Release(ctx, ref, ada))
+				expect(t, protocol.OutcomeNotHeld)(s.Release(ctx, ref, ada, ""))
 			})
 			t.Run("list by type and mine", func(t *testing.T) {
 				tenant := "list-" + b.name

@@ -78,7 +78,7 @@ func TestForeignValue(t *testing.T) {
 		if !r.Lock.AcquiredAt.Equal(want.Truncate(time.Millisecond)) {
 			t.Fatalf("%s: renew made acquiredAt %s", ts, r.Lock.AcquiredAt)
 		}
-		expect(t, protocol.OutcomeNotHeld)(s.Release(ctx, ref, grace))
+		expect(t, protocol.OutcomeNotHeld)(s.Release(ctx, ref, grace, ""))
 	}
 	if got := must1(s.List(ctx, "dotnet", "ApprovalRequest")); len(got) != 3 {
 		t.Fatalf("List = %d locks, want 3", len(got))

@@ -300,7 +300,7 @@ func (s *Server) decide(to RequestStatus) http.HandlerFunc {
 // Not holding it is the common case for automation; a store that fails has failed
 // open and logged it; either way the write stands.
 func (s *Server) releaseAfter(r *http.Request, ref locks.Ref, op string) {
-	res, err := s.store.Release(r.Context(), ref, identity(r).Holder())
+	res, err := s.store.Release(r.Context(), ref, identity(r).Holder(), "") // decided: no tab edits it any more
 	if err != nil {
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "releasing the lock after a write failed",
 			slog.String("op", op), slog.String("entity", ref.String()), slog.String("error", err.Error()))

@@ -77,7 +77,7 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request) {
 // release: DELETE /api/locks/{type}/{uid}.
 func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 	id := identity(r)
-	res, err := s.store.Release(r.Context(), ref(r, id), id.Holder())
+	res, err := s.store.Release(r.Context(), ref(r, id), id.Holder(), "") // over HTTP: whoever uses it
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -28,7 +28,7 @@ type LockStore interface {
 	Get(ctx context.Context, ref locks.Ref) (*protocol.Lock, error)
 	Claim(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
 	Renew(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
-	Release(ctx context.Context, ref locks.Ref, h protocol.Holder) (locks.Result, error)
+	Release(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
 	Takeover(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, allowed bool) (locks.Result, error)
 	List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error)
 	Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error)

@@ -43,7 +43,7 @@ func measureRatio(ctx context.Context, store *locks.Store, cl *client, pairs int
 		if r, err := store.Claim(ctx, ref, h, ""); err != nil || r.Outcome != protocol.OutcomeAcquired {
 			return fmt.Errorf("direct claim: %s %v", r.Outcome, err)
 		}
-		if r, err := store.Release(ctx, ref, h); err != nil || r.Outcome != protocol.OutcomeReleased {
+		if r, err := store.Release(ctx, ref, h, ""); err != nil || r.Outcome != protocol.OutcomeReleased {
 			return fmt.Errorf("direct release: %s %v", r.Outcome, err)
 		}
 		return nil
