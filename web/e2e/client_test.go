@@ -358,6 +358,20 @@ func TestClient(t *testing.T) {
 		}
 	})
 
+	t.Run("RequestKeepsItsOwnID", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		// An id in the caller's frame would never match the answer: the client's wins.
+		eval[bool](t, e.tab, `(client.request({ id: '', type: 'mine' }).then((r) => window.res = r), true)`)
+		req := c.expect(t, "mine")
+		if req.str("id") == "" {
+			t.Fatalf("the caller's empty id went out: %v", req)
+		}
+		c.reply(t, req, "result", map[string]any{"locks": []any{}})
+		waitFor(t, e.tab, "the answer", `window.res !== undefined`, 5*time.Second, `window.res`)
+	})
+
 	t.Run("ErrorFrameRejects", func(t *testing.T) {
 		t.Parallel()
 		e := newClientEnv(t, browser)
@@ -610,6 +624,73 @@ func TestClient(t *testing.T) {
 		c.noFrame(t, "release", 300*time.Millisecond)
 		if !eval[bool](t, e.tab, `!document.getElementById('title').readOnly && !document.querySelector('[data-testid=lock-banner]')`) {
 			t.Error("close did not restore the form")
+		}
+	})
+
+	t.Run("FormLosingItsLockIsTakenOver", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{renewMs: 600})
+		eval[bool](t, e.tab, `(window.f = client.lockForm(document.getElementById('form'), 'ApprovalRequest', 'r-1'), true)`)
+		c.expect(t, "watch")
+		req := c.waitFrame(t, "claim", 2*time.Second)
+		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+		waitFor(t, e.tab, "held", `f.state === 'held'`, 5*time.Second, `f.state`)
+
+		// A late event about the lock ours replaced changes nothing.
+		older := lock("r-1", "u-ada", "Ada Lovelace", time.Minute)
+		older["acquiredAtUtc"] = stamp(time.Now().Add(-time.Hour))
+		c.send(t, event("Renewed", older, nil))
+		// The renewal finds Grace holding it (we missed how): told who, read-only, and
+		// no claim back when she lets go.
+		r := c.waitFrame(t, "renew", 3*time.Second)
+		if !eval[bool](t, e.tab, `f.state === 'held'`) {
+			t.Fatalf("a late event about an older lock moved the form to %s", eval[string](t, e.tab, `f.state`))
+		}
+		newer := lock("r-1", "u-grace", "Grace Hopper", 5*time.Minute)
+		newer["acquiredAtUtc"] = stamp(time.Now())
+		c.reply(t, r, "result", map[string]any{"outcome": "lost", "lock": newer})
+		waitFor(t, e.tab, "taken over", `f.state === 'takenOver'`, 5*time.Second, `f.state`)
+		if text := eval[string](t, e.tab, `document.querySelector('[data-testid=lock-banner]').textContent`); !strings.Contains(text, "Grace Hopper") {
+			t.Errorf("banner %q", text)
+		}
+		if !eval[bool](t, e.tab, `document.getElementById('title').readOnly && document.getElementById('approve').disabled`) {
+			t.Error("the form is not read-only")
+		}
+		c.send(t, event("Released", newer, nil))
+		c.noFrame(t, "claim", 500*time.Millisecond)
+		c.noFrame(t, "renew", 200*time.Millisecond)
+	})
+
+	t.Run("FormReopenedBeforeItsClaimIsAnswered", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		form := `client.lockForm(document.getElementById('form'), 'ApprovalRequest', 'r-1')`
+		eval[bool](t, e.tab, `(window.f = `+form+`, true)`)
+		first := c.waitFrame(t, "claim", 2*time.Second)
+		// Closed while its claim is on its way, and opened again at once.
+		eval[bool](t, e.tab, `(f.close(), window.f = `+form+`, true)`)
+		c.waitFrame(t, "release", 2*time.Second)
+		second := c.waitFrame(t, "claim", 2*time.Second)
+		// The first claim's answer comes late: its release went already; a second one
+		// would free the reopened form's lock.
+		c.reply(t, first, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+		c.reply(t, second, "result", map[string]any{"outcome": "renewed", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+		waitFor(t, e.tab, "held", `f.state === 'held'`, 5*time.Second, `f.state`)
+		c.noFrame(t, "release", 500*time.Millisecond)
+	})
+
+	t.Run("HeldLockMissingFromSnapshotIsClaimedAgain", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		e.holdR1(t, c)
+		// The hub lost Redis and got it back empty: its unsolicited snapshot lacks ours.
+		c.send(t, map[string]any{"type": "snapshot", "entityType": "ApprovalRequest", "locks": []any{}})
+		r := c.waitFrame(t, "claim", 2*time.Second)
+		if r.str("entityUid") != "r-1" {
+			t.Fatalf("claim %v", r)
 		}
 	})
 

@@ -191,6 +191,17 @@ export function jwtExpiry(token) {
 }
 
 /**
+ * Whether lock a was acquired after lock b (or b is unknown): tells a lock that replaced
+ * ours from a late event about the one ours replaced.
+ * @param {Lock} a @param {Lock | null} b
+ * @returns {boolean}
+ */
+function newerThan(a, b) {
+  if (!b) return true;
+  return !(parseTime(a.acquiredAtUtc) < parseTime(b.acquiredAtUtc));
+}
+
+/**
  * Parses an RFC 3339 time as the hub or the .NET service writes it (0 to 9 fractional
  * digits, `Z` or an offset) into Unix milliseconds; NaN when it is not one.
  * @param {string} s
@@ -885,7 +896,8 @@ export class LockClient {
 
   #onPageHide = (/** @type {PageTransitionEvent} */ ev) => {
     // Release what this page holds: the tab is going away (or into the back/forward
-    // cache). A beacon cannot carry the token; the open socket can.
+    // cache). A beacon cannot carry the token; the open socket can. The hub lets go of
+    // this socket's share only: another tab of the same person keeps the lock.
     const ws = this.#ws;
     for (const e of this.#entries.values()) {
       if (e.status !== 'held') continue;
@@ -930,7 +942,7 @@ export class LockClient {
     const id = String(this.#nextId++);
     return new Promise((resolve, reject) => {
       /** @type {Pending} */
-      const p = { frame: { id, ...frame }, resolve, reject, resend, sent: false, timer: undefined };
+      const p = { frame: { ...frame, id }, resolve, reject, resend, sent: false, timer: undefined };
       this.#pending.set(id, p);
       if (this.#authed) this.#transmit(p);
     });
@@ -1010,6 +1022,11 @@ export class LockClient {
       else if (e.status === 'locked' && l && l.holderOid !== this.me?.oid) {
         e.lock = l;
         this.#notify(e);
+      } else if (e.status === 'held' && l && l.holderOid !== this.me?.oid && newerThan(l, e.lock)) {
+        this.#lostTo(e, l);
+      } else if (e.status === 'held' && !l && !e.claiming) {
+        // Ours is gone (Redis came back empty): claim it again before anyone else.
+        void this.#claimEntry(e, 'claim').catch(() => {});
       }
     }
   }
@@ -1053,6 +1070,20 @@ export class LockClient {
       this.#ref(type); // holds need the type's events (Released, TakenOver, ...)
     }
     return e;
+  }
+
+  /**
+   * The entry held its lock and learned that someone else holds it now: as after a
+   * TakenOver, stop renewing, do not claim again, and tell the form who has it.
+   * @param {Entry} e @param {Lock} l @param {string} [at]
+   */
+  #lostTo(e, l, at) {
+    e.status = 'takenOver';
+    e.want = false;
+    e.lock = l;
+    e.takenBy = { oid: l.holderOid, name: l.holderName };
+    e.takenAt = at || new Date(this.now()).toISOString();
+    this.#notify(e);
   }
 
   /** @param {Entry} e @param {boolean} release */
@@ -1109,8 +1140,10 @@ export class LockClient {
     const current = this.#entries.get(e.key) === e;
     const got = r.outcome === 'acquired' || r.outcome === 'renewed' || r.outcome === 'takenOver';
     if (!current || !e.want) {
-      // Closed while the claim was on its way: give it back.
-      if (got && !this.#closed) {
+      // Closed while the claim was on its way. A dropped entry has sent its release
+      // already (#dropEntry, behind this claim on the wire); a second one could free
+      // the lock of a form reopened on the same record meanwhile.
+      if (got && current && !this.#closed) {
         void this.#request({ type: 'release', entityType: e.type, entityUid: e.uid }).catch(() => {});
       }
       return;
@@ -1121,6 +1154,11 @@ export class LockClient {
       e.lock = r.lock || null;
       e.takenBy = null;
       e.nextRenewAt = Date.now() + this.#renewMs();
+    } else if (r.outcome === 'locked' && e.status === 'held' && r.lock) {
+      // Re-claimed (after a reconnect) and someone else has it: we lost it while
+      // editing, whatever event we missed. Tell who, and stop.
+      this.#lostTo(e, r.lock);
+      return;
     } else if (r.outcome === 'locked' || r.outcome === 'forbidden') {
       if (r.outcome === 'forbidden') e.note = 'forbidden';
       e.status = 'locked';
@@ -1160,9 +1198,7 @@ export class LockClient {
         } else if (r.outcome === 'lost') {
           const l = r.lock || null;
           if (l && l.holderOid !== this.me?.oid) {
-            e.status = 'locked';
-            e.lock = l;
-            this.#notify(e);
+            this.#lostTo(e, l);
           } else {
             e.status = 'claiming';
             void this.#claimEntry(e, 'claim').catch(() => {});
@@ -1203,12 +1239,7 @@ export class LockClient {
       case 'TakenOver':
         if (ev.op === 'TakenOver' && !mine && e.status === 'held' && ev.previousHolder?.oid === me) {
           // Taken from me: stop renewing, do not claim again; the form turns read-only.
-          e.status = 'takenOver';
-          e.want = false;
-          e.lock = ev.lock;
-          e.takenBy = { oid: ev.lock.holderOid, name: ev.lock.holderName };
-          e.takenAt = ev.at || new Date(this.now()).toISOString();
-          this.#notify(e);
+          this.#lostTo(e, ev.lock, ev.at);
           return;
         }
         if (mine) {
@@ -1225,7 +1256,13 @@ export class LockClient {
           }
           return;
         }
-        if (e.status === 'held' || e.status === 'locked' || e.status === 'claiming' || e.status === 'unknown') {
+        if (e.status === 'held' && e.want) {
+          // Someone else's lock, newer than ours: we missed the TakenOver or the end of
+          // our lease. An older one is a late event from before our claim: ignore it.
+          if (newerThan(ev.lock, e.lock)) this.#lostTo(e, ev.lock, ev.at);
+          return;
+        }
+        if (e.status === 'locked' || e.status === 'claiming' || e.status === 'unknown') {
           if (!e.want) return;
           e.status = 'locked';
           e.lock = ev.lock;
