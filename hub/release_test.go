@@ -41,17 +41,28 @@ func TestReleaseOnDisconnect(t *testing.T) {
 	})
 }
 
-func TestReleaseOnDisconnectTwoTabs(t *testing.T) {
-	th := startMini(t, hubOptions{})
+// twoTabs has Ada claim r-1 from two sockets while w watches, and takes the two
+// events that makes.
+func twoTabs(t *testing.T, th *testHub) (w, tab1, tab2 *protocol.Client) {
+	t.Helper()
 	ctx := tctx(t)
-	w, _ := th.dial("acme", "u-watcher")
+	w, _ = th.dial("acme", "u-watcher")
 	if _, err := w.Watch(ctx, typ); err != nil {
 		t.Fatal(err)
 	}
-	tab1, _ := th.dial("acme", "u-ada")
-	tab2, _ := th.dial("acme", "u-ada")
+	tab1, _ = th.dial("acme", "u-ada")
+	tab2, _ = th.dial("acme", "u-ada")
 	expect(t, protocol.OutcomeAcquired)(tab1.Claim(ctx, typ, "r-1"))
 	expect(t, protocol.OutcomeRenewed)(tab2.Claim(ctx, typ, "r-1"))
+	wantEvent(t, w, protocol.OpAcquired, "r-1")
+	wantEvent(t, w, protocol.OpRenewed, "r-1")
+	return w, tab1, tab2
+}
+
+func TestReleaseOnDisconnectTwoTabs(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	ctx := tctx(t)
+	w, tab1, tab2 := twoTabs(t, th)
 
 	_ = tab1.Close()
 	eventually(t, "tab 1's detach", func() bool {
@@ -61,8 +72,6 @@ func TestReleaseOnDisconnectTwoTabs(t *testing.T) {
 	if l == nil {
 		t.Fatal("closing one tab released the lock the other tab holds")
 	}
-	wantEvent(t, w, protocol.OpAcquired, "r-1")
-	wantEvent(t, w, protocol.OpRenewed, "r-1")
 
 	_ = tab2.Close()
 	wantEvent(t, w, protocol.OpReleased, "r-1")
@@ -75,17 +84,8 @@ func TestReleaseOnDisconnectTwoTabs(t *testing.T) {
 func TestReleaseFromOneTab(t *testing.T) {
 	th := startMini(t, hubOptions{})
 	ctx := tctx(t)
-	w, _ := th.dial("acme", "u-watcher")
-	if _, err := w.Watch(ctx, typ); err != nil {
-		t.Fatal(err)
-	}
-	tab1, _ := th.dial("acme", "u-ada")
-	tab2, _ := th.dial("acme", "u-ada")
+	w, tab1, tab2 := twoTabs(t, th)
 	grace, _ := th.dial("acme", "u-grace")
-	expect(t, protocol.OutcomeAcquired)(tab1.Claim(ctx, typ, "r-1"))
-	expect(t, protocol.OutcomeRenewed)(tab2.Claim(ctx, typ, "r-1"))
-	wantEvent(t, w, protocol.OpAcquired, "r-1")
-	wantEvent(t, w, protocol.OpRenewed, "r-1")
 
 	expect(t, protocol.OutcomeReleased)(tab1.Release(ctx, typ, "r-1"))
 	if r := expect(t, protocol.OutcomeLocked)(grace.Claim(ctx, typ, "r-1")); r.Lock.HolderOID != "u-ada" {
