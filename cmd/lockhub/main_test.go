@@ -259,6 +259,8 @@ func TestRun(t *testing.T) {
 	}
 	if a := call(t, "GET", r.url+"/metrics", "", ""); a.status != 200 || !strings.Contains(a.raw, "lockhub_store_operations_total") || !strings.Contains(a.raw, "go_goroutines") {
 		t.Fatalf("metrics: %d", a.status)
+	} else if !strings.Contains(a.raw, `lockhub_events_published_total{op="Acquired"} 1`) {
+		t.Fatalf("the claim's Acquired is not counted as published:\n%s", a.raw)
 	}
 
 	// A socket, with a watch: shutdown closes it with 1001 going away.
