@@ -82,7 +82,9 @@
 // use the lock, never the lock itself: the lease stays the truth. If an instance dies
 // without detaching (kill -9), its sockets' ids stay in the sets until the leases
 // they were last renewed with run out; such a lock is then freed by its lease, at most
-// one lease after its last renewal, and never early.
+// one lease after its last renewal, and never early. Until then a stale id also keeps
+// a release from the holder's other socket from dropping the lock (it counts as a tab
+// still open), so that release too waits for the lease.
 //
 // A graceful shutdown (Shutdown, 1001) detaches each socket's locks without releasing
 // them: its clients reconnect to another instance within the grace and claim again,
