@@ -287,6 +287,10 @@ func (e *clientEnv) start(t *testing.T, opts string, w welcomeOpts) *fakeConn {
 	return c
 }
 
+// openFormR1 opens a lockForm on ApprovalRequest r-1 over the harness's form, as
+// window.f.
+const openFormR1 = `(window.f = client.lockForm(document.getElementById('form'), 'ApprovalRequest', 'r-1'), true)`
+
 // holdR1 has the client claim ApprovalRequest r-1, answers acquired, and waits until
 // the client holds it.
 func (e *clientEnv) holdR1(t *testing.T, c *fakeConn) {
@@ -581,7 +585,7 @@ func TestClient(t *testing.T) {
 		t.Parallel()
 		e := newClientEnv(t, browser)
 		c := e.start(t, `{}`, welcomeOpts{})
-		eval[bool](t, e.tab, `(window.f = client.lockForm(document.getElementById('form'), 'ApprovalRequest', 'r-1'), true)`)
+		eval[bool](t, e.tab, openFormR1)
 		for range 2 {
 			f := c.next(t, 5*time.Second)
 			switch f.str("type") {
@@ -631,7 +635,7 @@ func TestClient(t *testing.T) {
 		t.Parallel()
 		e := newClientEnv(t, browser)
 		c := e.start(t, `{}`, welcomeOpts{renewMs: 600})
-		eval[bool](t, e.tab, `(window.f = client.lockForm(document.getElementById('form'), 'ApprovalRequest', 'r-1'), true)`)
+		eval[bool](t, e.tab, openFormR1)
 		c.expect(t, "watch")
 		req := c.waitFrame(t, "claim", 2*time.Second)
 		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
@@ -666,11 +670,11 @@ func TestClient(t *testing.T) {
 		t.Parallel()
 		e := newClientEnv(t, browser)
 		c := e.start(t, `{}`, welcomeOpts{})
-		form := `client.lockForm(document.getElementById('form'), 'ApprovalRequest', 'r-1')`
-		eval[bool](t, e.tab, `(window.f = `+form+`, true)`)
+		eval[bool](t, e.tab, openFormR1)
 		first := c.waitFrame(t, "claim", 2*time.Second)
 		// Closed while its claim is on its way, and opened again at once.
-		eval[bool](t, e.tab, `(f.close(), window.f = `+form+`, true)`)
+		eval[bool](t, e.tab, `(f.close(), true)`)
+		eval[bool](t, e.tab, openFormR1)
 		c.waitFrame(t, "release", 2*time.Second)
 		second := c.waitFrame(t, "claim", 2*time.Second)
 		// The first claim's answer comes late: its release went already; a second one
@@ -698,7 +702,7 @@ func TestClient(t *testing.T) {
 		t.Parallel()
 		e := newClientEnv(t, browser)
 		c := e.start(t, `{}`, welcomeOpts{})
-		eval[bool](t, e.tab, `(window.f = client.lockForm(document.getElementById('form'), 'ApprovalRequest', 'r-1'), true)`)
+		eval[bool](t, e.tab, openFormR1)
 		for range 2 {
 			f := c.next(t, 5*time.Second)
 			switch f.str("type") {
@@ -723,7 +727,7 @@ func TestClient(t *testing.T) {
 		t.Parallel()
 		e := newClientEnv(t, browser)
 		c := e.start(t, `{}`, welcomeOpts{})
-		eval[bool](t, e.tab, `(window.f = client.lockForm(document.getElementById('form'), 'ApprovalRequest', 'r-1'), true)`)
+		eval[bool](t, e.tab, openFormR1)
 		c.expect(t, "watch")
 		req := c.waitFrame(t, "claim", 2*time.Second)
 		c.reply(t, req, "result", map[string]any{"outcome": "unknown", "lock": nil})
@@ -740,7 +744,7 @@ func TestClient(t *testing.T) {
 		t.Parallel()
 		e := newClientEnv(t, browser)
 		c := e.start(t, `{}`, welcomeOpts{oid: "u-margaret", name: "Margaret Hamilton", canTakeOver: true})
-		eval[bool](t, e.tab, `(window.f = client.lockForm(document.getElementById('form'), 'ApprovalRequest', 'r-1'), true)`)
+		eval[bool](t, e.tab, openFormR1)
 		c.expect(t, "watch")
 		req := c.waitFrame(t, "claim", 2*time.Second)
 		c.reply(t, req, "result", map[string]any{"outcome": "locked", "lock": lock("r-1", "u-grace", "Grace Hopper", time.Minute)})
