@@ -2,6 +2,8 @@ package hub
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"net/http"
 	"strings"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/lockhub/lockhub/hub/auth"
+	"github.com/lockhub/lockhub/hub/auth/authtest"
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -45,12 +49,20 @@ func TestNotAuthenticated(t *testing.T) {
 // TestBadTokensOverSocket runs the bad-token list of the issue through the socket:
 // each closes with 4401, and nothing else happens.
 func TestBadTokensOverSocket(t *testing.T) {
-	th := startMini(t, hubOptions{})
-	tokens := devBadTokens(t, th.auth, time.Now())
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := auth.NewDev(auth.DevConfig{Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := startMini(t, hubOptions{dev: dev})
+	tokens := authtest.DevBadTokens(t, key, auth.DevIssuer, auth.DevAudience, time.Now())
 	for _, tc := range tokens {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.Name, func(t *testing.T) {
 			c := th.dialRaw()
-			_, err := c.Auth(tctx(t), tc.token)
+			_, err := c.Auth(tctx(t), tc.Token)
 			if websocket.CloseStatus(err) != protocol.CloseNotAuthenticated {
 				t.Fatalf("Auth = %v, want a close with 4401", err)
 			}
@@ -120,8 +132,8 @@ func TestTokenExpiry(t *testing.T) {
 	th := startMini(t, hubOptions{hub: func(c *Config) { c.TokenLeeway = time.Millisecond }})
 	// JWT times are whole seconds: base is the next second but one.
 	base := time.Now().Truncate(time.Second).Add(2 * time.Second)
-	short, _ := th.auth.IssueWithExpiry("acme", "u-ada", "Ada", nil, base)
-	later, _ := th.auth.IssueWithExpiry("acme", "u-ada", "Ada", nil, base.Add(time.Second))
+	short, _ := th.dev.IssueWithExpiry("acme", "u-ada", "Ada", nil, base)
+	later, _ := th.dev.IssueWithExpiry("acme", "u-ada", "Ada", nil, base.Add(time.Second))
 
 	refreshed := th.dialRaw()
 	if _, err := refreshed.Auth(tctx(t), short); err != nil {

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -37,7 +39,7 @@ type Config struct {
 	// Store is the lock store. Required.
 	Store Store
 	// Verifier checks the tokens of auth frames. Required.
-	Verifier Verifier
+	Verifier auth.Verifier
 	// Logger receives connection-level warnings. Nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the hub's metrics. Nil means none are registered.
@@ -119,16 +121,16 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.TakeoverRole = cmpOr(c.TakeoverRole, DefaultTakeoverRole)
-	c.ReleaseGrace = cmpOr(c.ReleaseGrace, DefaultReleaseGrace)
-	c.RenewEvery = cmpOr(c.RenewEvery, DefaultRenewEvery)
-	c.AuthTimeout = cmpOr(c.AuthTimeout, protocol.AuthTimeout)
-	c.TokenLeeway = cmpOr(c.TokenLeeway, protocol.TokenLeeway)
-	c.SendQueue = cmpOr(c.SendQueue, DefaultSendQueue)
-	c.WriteTimeout = cmpOr(c.WriteTimeout, DefaultWriteTimeout)
-	c.RateLimit = cmpOr(c.RateLimit, protocol.RateLimit)
-	c.RateBurst = cmpOr(c.RateBurst, protocol.RateBurst)
-	c.OverRateGrace = cmpOr(c.OverRateGrace, protocol.RateLimitGrace)
-	c.SweepInterval = cmpOr(c.SweepInterval, DefaultSweepInterval)
+	c.TakeoverRole = cmp.Or(c.TakeoverRole, DefaultTakeoverRole)
+	c.ReleaseGrace = cmp.Or(c.ReleaseGrace, DefaultReleaseGrace)
+	c.RenewEvery = cmp.Or(c.RenewEvery, DefaultRenewEvery)
+	c.AuthTimeout = cmp.Or(c.AuthTimeout, protocol.AuthTimeout)
+	c.TokenLeeway = cmp.Or(c.TokenLeeway, protocol.TokenLeeway)
+	c.SendQueue = cmp.Or(c.SendQueue, DefaultSendQueue)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
+	c.RateLimit = cmp.Or(c.RateLimit, protocol.RateLimit)
+	c.RateBurst = cmp.Or(c.RateBurst, protocol.RateBurst)
+	c.OverRateGrace = cmp.Or(c.OverRateGrace, protocol.RateLimitGrace)
+	c.SweepInterval = cmp.Or(c.SweepInterval, DefaultSweepInterval)
 	return c, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 
+	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -36,7 +37,7 @@ type conn struct {
 
 	// Owned by the handler (one at a time, ordered by mu); read by run's teardown after
 	// the last handler is joined.
-	ident    Identity
+	ident    auth.Identity
 	authed   bool
 	watched  []string               // entity types this socket watches, a handful at most
 	claimed  map[locks.Ref]struct{} // locks claimed through this socket, to detach at close

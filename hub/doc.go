@@ -4,8 +4,8 @@
 // instance, live.
 //
 // Start with New and its Config, then Hub.ServeHTTP (GET /ws), Hub.Run and
-// Hub.Shutdown. Tokens are checked by a Verifier: DevAuth in development, JWKSAuth in
-// production; both are used by the HTTP API as well.
+// Hub.Shutdown. Tokens are checked by an auth.Verifier (package hub/auth), the same
+// one the HTTP API uses.
 //
 // # Wiring
 //
@@ -94,12 +94,11 @@
 //
 // # Concurrency
 //
-// All methods of Hub, DevAuth and JWKSAuth may be called concurrently. Every goroutine
+// All methods of Hub may be called concurrently. Every goroutine
 // has an owner that joins it: a socket's reader is started by ServeHTTP and joined by
 // Shutdown; its handler, writer and close handshake are joined by its reader before it
 // tears down; the feed, sweeper, resync and release goroutines are started and joined
 // by Run. No lock is held across a network write or a store call: the hub's lock
 // guards the socket and watcher sets (read-locked while an event is queued, which never
-// blocks), and each socket's lock its queues and state. JWKSAuth's cache runs jwx's
-// goroutines until the ctx given to NewJWKSAuth is done.
+// blocks), and each socket's lock its queues and state.
 package hub

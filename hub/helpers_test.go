@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
@@ -35,7 +36,7 @@ type testHub struct {
 	store *locks.Store
 	srv   *httptest.Server
 	url   string // ws://127.0.0.1:port/ws
-	auth  *DevAuth
+	dev   *auth.Dev
 	reg   *prometheus.Registry
 	mr    *miniredis.Miniredis // set by startMini
 	// stop shuts the hub down as cmd/lockhub does (Shutdown, then Run's ctx) and waits
@@ -47,7 +48,7 @@ type testHub struct {
 type hubOptions struct {
 	hub   func(*Config)
 	store func(*locks.Config)
-	auth  *DevAuth // shared by several hubs; nil means a new one
+	dev   *auth.Dev // shared by several hubs; nil means a new one
 	// sndbuf, when set, caps the kernel send buffer of every accepted connection.
 	sndbuf int
 }
@@ -90,14 +91,14 @@ func startHub(t testing.TB, rdb redis.UniversalClient, o hubOptions) *testHub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth := o.auth
-	if auth == nil {
-		if auth, err = NewDevAuth(DevAuthConfig{}); err != nil {
+	dev := o.dev
+	if dev == nil {
+		if dev, err = auth.NewDev(auth.DevConfig{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	preg := prometheus.NewRegistry()
-	cfg := Config{Store: store, Verifier: auth, Logger: log, Registerer: preg, ReleaseGrace: 200 * time.Millisecond,
+	cfg := Config{Store: store, Verifier: dev, Logger: log, Registerer: preg, ReleaseGrace: 200 * time.Millisecond,
 		SweepInterval: 50 * time.Millisecond}
 	if o.hub != nil {
 		o.hub(&cfg)
@@ -127,7 +128,7 @@ func startHub(t testing.TB, rdb redis.UniversalClient, o hubOptions) *testHub {
 		srv.Close()
 	})
 	t.Cleanup(stop)
-	return &testHub{t: t, hub: h, store: store, srv: srv, url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", auth: auth, reg: preg, stop: stop}
+	return &testHub{t: t, hub: h, store: store, srv: srv, url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", dev: dev, reg: preg, stop: stop}
 }
 
 // sndbufListener sets the send buffer of each connection it accepts, so that a client
@@ -155,7 +156,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 // token issues a dev token.
 func (th *testHub) token(tenant, oid string, roles ...string) string {
 	th.t.Helper()
-	tok, err := th.auth.Issue(tenant, oid, "Name of "+oid, roles)
+	tok, err := th.dev.Issue(tenant, oid, "Name of "+oid, roles)
 	if err != nil {
 		th.t.Fatal(err)
 	}

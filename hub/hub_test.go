@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -309,7 +310,7 @@ func TestPipelinedRequests(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	d, _ := NewDevAuth(DevAuthConfig{})
+	d, _ := auth.NewDev(auth.DevConfig{})
 	th := startMini(t, hubOptions{})
 	c, err := Config{Store: th.store, Verifier: d}.withDefaults()
 	if err != nil {

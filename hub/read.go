@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 
+	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -125,7 +126,7 @@ func (c *conn) authenticate(typ websocket.MessageType, data []byte) {
 }
 
 // verify checks a token, counting and logging a refusal.
-func (c *conn) verify(token string) (Identity, error) {
+func (c *conn) verify(token string) (auth.Identity, error) {
 	ctx, cancel := context.WithTimeout(c.h.ctx, verifyTimeout)
 	defer cancel()
 	id, err := c.h.cfg.Verifier.Verify(ctx, token)

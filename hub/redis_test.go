@@ -93,7 +93,7 @@ func TestExpired(t *testing.T) {
 func TestCluster(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	a := startHub(t, cl.Client(t), hubOptions{})
-	b := startHub(t, cl.Client(t), hubOptions{auth: a.auth})
+	b := startHub(t, cl.Client(t), hubOptions{dev: a.dev})
 	testTwoInstances(t, a, b)
 
 	t.Run("many tenants, many slots", func(t *testing.T) {

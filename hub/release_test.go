@@ -139,7 +139,7 @@ func TestTwoInstances(t *testing.T) {
 	a := startMini(t, hubOptions{})
 	rdb := redis.NewClient(&redis.Options{Addr: a.mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	b := startHub(t, rdb, hubOptions{auth: a.auth})
+	b := startHub(t, rdb, hubOptions{dev: a.dev})
 	testTwoInstances(t, a, b)
 }
 

@@ -28,7 +28,7 @@ func TestSlowReader(t *testing.T) {
 	}
 	// Big events fill the slow socket's kernel buffers in a few dozen frames.
 	name := strings.Repeat("n", 8<<10)
-	tok, err := th.auth.Issue("acme", "u-claimer", name, nil)
+	tok, err := th.dev.Issue("acme", "u-claimer", name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/lockhub/lockhub/protocol"
 )
 
 // ErrInvalidEntity is matched (errors.Is) by every *InvalidEntityError.
@@ -19,7 +21,13 @@ type InvalidEntityError struct {
 	Value string
 }
 
-func (e *InvalidEntityError) Error() string {
+func (e *InvalidEntityError) Error() string { return "locks: " + e.ClientMessage() }
+
+// ErrorCode returns protocol.CodeInvalidEntity.
+func (e *InvalidEntityError) ErrorCode() protocol.ErrorCode { return protocol.CodeInvalidEntity }
+
+// ClientMessage says which name breaks which rule.
+func (e *InvalidEntityError) ClientMessage() string {
 	v := e.Value
 	if len(v) > 80 {
 		v = v[:80] + "…"
@@ -28,7 +36,7 @@ func (e *InvalidEntityError) Error() string {
 	if e.Field == "entityUid" || e.Field == "holderOid" {
 		rule = "[A-Za-z0-9_.:-]{1,128}"
 	}
-	return fmt.Sprintf("locks: invalid %s %q: must match %s", e.Field, v, rule)
+	return fmt.Sprintf("invalid %s %q: must match %s", e.Field, v, rule)
 }
 
 // Is makes errors.Is(err, ErrInvalidEntity) true.
@@ -42,9 +50,20 @@ type NotLockableError struct {
 	Registered []string
 }
 
-func (e *NotLockableError) Error() string {
-	return fmt.Sprintf("locks: type %q is not lockable; lockable types: %s", e.Type, strings.Join(e.Registered, ", "))
+func (e *NotLockableError) Error() string { return "locks: " + e.ClientMessage() }
+
+// ErrorCode returns protocol.CodeNotLockable.
+func (e *NotLockableError) ErrorCode() protocol.ErrorCode { return protocol.CodeNotLockable }
+
+// ClientMessage names the type and the types that are lockable.
+func (e *NotLockableError) ClientMessage() string {
+	return fmt.Sprintf("type %q is not lockable; lockable types: %s", e.Type, strings.Join(e.Registered, ", "))
 }
 
 // Is makes errors.Is(err, ErrNotLockable) true.
 func (e *NotLockableError) Is(target error) bool { return target == ErrNotLockable }
+
+var (
+	_ protocol.ClientError = (*InvalidEntityError)(nil)
+	_ protocol.ClientError = (*NotLockableError)(nil)
+)

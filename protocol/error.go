@@ -6,10 +6,13 @@ import (
 	"fmt"
 )
 
-// ErrorCode is the "code" member of an error frame.
+// ErrorCode is the "code" member of an error frame (PROTOCOL.md §4) and of an HTTP
+// error body (§5): both transports speak one vocabulary, and the same error reads the
+// same over either.
 type ErrorCode string
 
-// Error codes of an error frame (PROTOCOL.md §4). The connection stays open after each.
+// Error codes of an error frame (PROTOCOL.md §4), also answered over HTTP. The
+// connection stays open after each.
 const (
 	// CodeBadRequest: not a well-formed frame (malformed JSON, unknown type, a missing
 	// or mistyped member, an id that is not a string of at most MaxIDLength
@@ -22,7 +25,38 @@ const (
 	CodeInvalidEntity ErrorCode = "invalid_entity"
 	// CodeRateLimited: the request exceeds the connection's rate (RateLimit).
 	CodeRateLimited ErrorCode = "rate_limited"
+	// CodeForbidden: the caller lacks the role the request needs.
+	CodeForbidden ErrorCode = "forbidden"
 )
+
+// Error codes of HTTP answers only (PROTOCOL.md §5); each has its status.
+const (
+	CodeUnauthorized     ErrorCode = "unauthorized"       // 401: no valid bearer token
+	CodeNotFound         ErrorCode = "not_found"          // 404
+	CodeMethodNotAllowed ErrorCode = "method_not_allowed" // 405
+	CodeLocked           ErrorCode = "locked"             // 409: another user holds a live lock
+	CodeTooLarge         ErrorCode = "too_large"          // 413: a body over the size cap
+	CodeInternal         ErrorCode = "internal"           // 500
+	CodeNotReady         ErrorCode = "not_ready"          // 503: /readyz, the lock Redis does not answer
+
+	// The demo domain's (PROTOCOL.md §5, "The demo domain").
+	CodeAlreadyDecided   ErrorCode = "already_decided"   // 409: the request has a decision
+	CodeConflict         ErrorCode = "conflict"          // 409: changed concurrently too often; retry
+	CodeStale            ErrorCode = "stale"             // 412: If-Match does not match
+	CodeStoreUnavailable ErrorCode = "store_unavailable" // 503: the demo domain's store is down
+)
+
+// A ClientError is an error meant for the client: both transports answer it with its
+// code and its message, an error frame on the socket and an error body over HTTP, so it
+// reads the same over either. *Error is one, and so are the request errors of package
+// locks.
+type ClientError interface {
+	error
+	ErrorCode() ErrorCode
+	ClientMessage() string
+}
+
+var _ ClientError = (*Error)(nil)
 
 // ErrFrameTooLarge is returned by DecodeRequest for a frame over MaxFrameSize. It is not
 // answered with an error frame: the connection closes with CloseTooLarge (1009).
@@ -44,6 +78,12 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return "protocol: " + string(e.Code) + ": " + e.Message }
+
+// ErrorCode returns e.Code.
+func (e *Error) ErrorCode() ErrorCode { return e.Code }
+
+// ClientMessage returns e.Message.
+func (e *Error) ClientMessage() string { return e.Message }
 
 // MarshalJSON writes e as an error frame.
 func (e Error) MarshalJSON() ([]byte, error) {

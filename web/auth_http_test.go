@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockhub/lockhub/hub"
-	"github.com/lockhub/lockhub/hub/hubtest"
+	"github.com/lockhub/lockhub/hub/auth"
+	"github.com/lockhub/lockhub/hub/auth/authtest"
 	"github.com/lockhub/lockhub/web"
 )
 
@@ -25,20 +25,20 @@ var authRoutes = []struct{ method, path string }{
 // the test runs or how long it takes.
 var tokenClock = time.Date(2026, 12, 2, 9, 15, 0, 0, time.UTC)
 
-// idp checks tokens of a hubtest.IDP with the real hub.JWKSAuth, on tokenClock.
+// idp checks tokens of a authtest.IDP with the real auth.JWKS, on tokenClock.
 // Development tokens cannot carry an invalid tenant or oid (DevAuth.Issue refuses
 // them); a JWKS token can.
 type idp struct {
-	*hubtest.IDP
-	auth *hub.JWKSAuth
+	*authtest.IDP
+	auth *auth.JWKS
 }
 
 func newIDP(t *testing.T) *idp {
 	t.Helper()
-	p := hubtest.NewIDP(t)
+	p := authtest.NewIDP(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // ends the JWKS cache's goroutines
-	auth, err := hub.NewJWKSAuth(ctx, hub.JWKSConfig{URL: p.URL, Issuer: hubtest.Issuer, Audience: hubtest.Audience,
+	auth, err := auth.NewJWKS(ctx, auth.JWKSConfig{URL: p.URL, Issuer: authtest.Issuer, Audience: authtest.Audience,
 		HTTPClient: p.Client, Now: func() time.Time { return tokenClock }})
 	if err != nil {
 		t.Fatal(err)
@@ -111,9 +111,9 @@ func TestInvalidIdentityRefused(t *testing.T) {
 
 // TestInvalidIdentityRefusedWhateverTheVerifier: the Server checks the identity a
 // Verifier returns against §1 itself, so a Verifier of another Go API that does not
-// (web.Config takes any hub.Verifier) cannot smuggle a hostile tenant into a key.
+// (web.Config takes any auth.Verifier) cannot smuggle a hostile tenant into a key.
 func TestInvalidIdentityRefusedWhateverTheVerifier(t *testing.T) {
-	for _, id := range []hub.Identity{
+	for _, id := range []auth.Identity{
 		{Tenant: "{acme}", OID: "u-ada"},
 		{Tenant: "acme corp", OID: "u-ada"},
 		{Tenant: strings.Repeat("a", 65), OID: "u-ada"},
@@ -134,22 +134,22 @@ func TestInvalidIdentityRefusedWhateverTheVerifier(t *testing.T) {
 }
 
 // lenientVerifier accepts every token as id, without checking id against §1.
-type lenientVerifier struct{ id hub.Identity }
+type lenientVerifier struct{ id auth.Identity }
 
-func (v lenientVerifier) Verify(context.Context, string) (hub.Identity, error) { return v.id, nil }
+func (v lenientVerifier) Verify(context.Context, string) (auth.Identity, error) { return v.id, nil }
 
 // TestTokenLeewayOverHTTP: a token that expired 3 s ago is still accepted (5 s of
 // leeway for clock skew), one that expired 10 s ago is refused with 401, with
 // development tokens and with JWKS tokens alike.
 func TestTokenLeewayOverHTTP(t *testing.T) {
 	p := newIDP(t)
-	dev, err := hub.NewDevAuth(hub.DevAuthConfig{Now: func() time.Time { return tokenClock }})
+	dev, err := auth.NewDev(auth.DevConfig{Now: func() time.Time { return tokenClock }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range []struct {
 		name     string
-		verifier hub.Verifier
+		verifier auth.Verifier
 		token    func(t *testing.T, exp time.Time) string
 	}{
 		{"development", dev, func(t *testing.T, exp time.Time) string {

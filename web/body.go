@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/lockhub/lockhub/protocol"
 	"io"
 	"net/http"
 )
@@ -28,7 +29,7 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if !errors.As(err, &mbe) {
-				err = &Error{Code: CodeBadRequest, Message: "the body could not be read", Err: err}
+				err = &Error{Code: protocol.CodeBadRequest, Message: "the body could not be read", Err: err}
 			}
 			s.fail(w, r, err)
 			return
@@ -43,23 +44,23 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 func decodeBody(r *http.Request, v any, optional bool) error {
 	b, err := io.ReadAll(r.Body) // in memory already: see limitBody
 	if err != nil {
-		return &Error{Code: CodeBadRequest, Message: "the body could not be read", Err: err}
+		return &Error{Code: protocol.CodeBadRequest, Message: "the body could not be read", Err: err}
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		if optional {
 			return nil
 		}
-		return Errorf(CodeBadRequest, "a JSON object body is required")
+		return Errorf(protocol.CodeBadRequest, "a JSON object body is required")
 	}
 	if t := bytes.TrimSpace(b); t[0] != '{' {
-		return Errorf(CodeBadRequest, "the body must be a JSON object")
+		return Errorf(protocol.CodeBadRequest, "the body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(v); err != nil {
-		return &Error{Code: CodeBadRequest, Message: describeJSON(err), Err: err}
+		return &Error{Code: protocol.CodeBadRequest, Message: describeJSON(err), Err: err}
 	}
 	if dec.More() {
-		return Errorf(CodeBadRequest, "the body must be one JSON object")
+		return Errorf(protocol.CodeBadRequest, "the body must be one JSON object")
 	}
 	return nil
 }

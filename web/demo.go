@@ -80,7 +80,7 @@ func rowRef(r *http.Request) (locks.Ref, error) {
 // demoError turns the store's "no such row" into not_found; the rest is as it is.
 func demoError(err error, uid string) error {
 	if errors.Is(err, errRowMissing) {
-		return Errorf(CodeNotFound, "no approval request %s", uid)
+		return Errorf(protocol.CodeNotFound, "no approval request %s", uid)
 	}
 	return err
 }
@@ -113,7 +113,7 @@ func checkIfMatch(r *http.Request, row *ApprovalRequest) error {
 		}
 	}
 	cp := *row
-	return &Error{Code: CodeStale, Message: fmt.Sprintf("%s is at version %d; If-Match named another", row.UID, row.Version), Row: &cp}
+	return &Error{Code: protocol.CodeStale, Message: fmt.Sprintf("%s is at version %d; If-Match named another", row.UID, row.Version), Row: &cp}
 }
 
 // alreadyDecided refuses a change to a request that has its decision.
@@ -126,7 +126,7 @@ func alreadyDecided(row *ApprovalRequest) error {
 	if row.DecidedBy != nil {
 		by = " by " + row.DecidedBy.Name
 	}
-	return &Error{Code: CodeAlreadyDecided, Message: fmt.Sprintf("%s was already %s%s", row.UID, row.Status, by), Row: &cp}
+	return &Error{Code: protocol.CodeAlreadyDecided, Message: fmt.Sprintf("%s was already %s%s", row.UID, row.Status, by), Row: &cp}
 }
 
 // listRequests: GET /api/approval-requests.
@@ -162,18 +162,18 @@ type rowUpdate struct {
 
 func (u rowUpdate) validate() error {
 	if u.Title == nil && u.Amount == nil {
-		return Errorf(CodeBadRequest, "give title, amount or both")
+		return Errorf(protocol.CodeBadRequest, "give title, amount or both")
 	}
 	if u.Title != nil {
 		t := strings.TrimSpace(*u.Title)
 		if t == "" || len([]rune(t)) > maxTitle {
-			return Errorf(CodeBadRequest, "title must be 1 to %d characters", maxTitle)
+			return Errorf(protocol.CodeBadRequest, "title must be 1 to %d characters", maxTitle)
 		}
 	}
 	if u.Amount != nil {
 		a := *u.Amount
 		if math.IsNaN(a) || a < 0 || a > maxAmount || math.Abs(math.Round(a*100)-a*100) > 1e-6 {
-			return Errorf(CodeBadRequest, "amount must be between 0 and %.0f, in cents", maxAmount)
+			return Errorf(protocol.CodeBadRequest, "amount must be between 0 and %.0f, in cents", maxAmount)
 		}
 	}
 	return nil
@@ -183,7 +183,7 @@ func (u rowUpdate) validate() error {
 // ApprovalRequest: the demo domain has nothing else.
 func entityRef(r *http.Request) (locks.Ref, error) {
 	if t := param(r, "type"); t != ApprovalRequestType {
-		return locks.Ref{}, Errorf(CodeNotFound, "the demo domain has no entities of type %q", short(t))
+		return locks.Ref{}, Errorf(protocol.CodeNotFound, "the demo domain has no entities of type %q", short(t))
 	}
 	return rowRef(r)
 }
@@ -271,7 +271,7 @@ func (s *Server) decide(to RequestStatus) http.HandlerFunc {
 			return
 		}
 		if len([]rune(d.Comment)) > maxComment {
-			s.fail(w, r, Errorf(CodeBadRequest, "comment must be at most %d characters", maxComment))
+			s.fail(w, r, Errorf(protocol.CodeBadRequest, "comment must be at most %d characters", maxComment))
 			return
 		}
 		id := identity(r)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockhub/lockhub/protocol"
 	"log/slog"
 	"slices"
 	"time"
@@ -138,7 +139,7 @@ func (s *approvalStore) unavailable(ctx context.Context, op string, err error) e
 	s.failed.WithLabelValues(op).Inc()
 	s.log.LogAttrs(ctx, slog.LevelWarn, "demo store unavailable",
 		slog.String("op", op), slog.String("error", err.Error()))
-	return &Error{Code: CodeStoreUnavailable, Message: "the approval request store is unavailable; try again shortly", Err: err}
+	return &Error{Code: protocol.CodeStoreUnavailable, Message: "the approval request store is unavailable; try again shortly", Err: err}
 }
 
 // ensureSeeded seeds tenant when its whole set is gone.
@@ -279,7 +280,7 @@ func (s *approvalStore) update(ctx context.Context, op, tenant, uid string, chan
 			return ApprovalRequest{}, fmt.Errorf("web: cas.lua answered %v", reply)
 		}
 	}
-	return ApprovalRequest{}, Errorf(CodeConflict, "%s changed concurrently too often; try again", uid)
+	return ApprovalRequest{}, Errorf(protocol.CodeConflict, "%s changed concurrently too often; try again", uid)
 }
 
 // remove deletes a row if check, which sees it as stored, allows it.
@@ -312,7 +313,7 @@ func (s *approvalStore) remove(ctx context.Context, tenant, uid string, check fu
 			return fmt.Errorf("web: delete.lua answered %v", reply)
 		}
 	}
-	return Errorf(CodeConflict, "%s changed concurrently too often; try again", uid)
+	return Errorf(protocol.CodeConflict, "%s changed concurrently too often; try again", uid)
 }
 
 // casReply reads the {status[, current]} reply of cas.lua and delete.lua.

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"github.com/lockhub/lockhub/protocol"
 	"log/slog"
 	"net/http"
 
@@ -45,7 +46,7 @@ func (s *Server) devToken(w http.ResponseWriter, r *http.Request) {
 		req.Name = req.OID
 	}
 	if len([]rune(req.Name)) > maxName || len(req.Roles) > maxRoles {
-		s.fail(w, r, Errorf(CodeBadRequest, "name must be at most %d characters, roles at most %d", maxName, maxRoles))
+		s.fail(w, r, Errorf(protocol.CodeBadRequest, "name must be at most %d characters, roles at most %d", maxName, maxRoles))
 		return
 	}
 	token, err := s.dev.Issue(req.Tenant, req.OID, req.Name, req.Roles)

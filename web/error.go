@@ -7,44 +7,27 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/lockhub/lockhub/hub"
-	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/protocol"
 )
 
-// Code is the "code" member of an error body.
-type Code string
-
-// The error codes the HTTP API answers, each with its status (see errorFor).
-const (
-	CodeBadRequest       Code = "bad_request"        // 400: a body that is not the JSON asked for
-	CodeInvalidEntity    Code = "invalid_entity"     // 400: a name that fails PROTOCOL.md §1
-	CodeNotLockable      Code = "not_lockable"       // 400: a type not registered as lockable
-	CodeUnauthorized     Code = "unauthorized"       // 401: no valid bearer token
-	CodeNotFound         Code = "not_found"          // 404
-	CodeMethodNotAllowed Code = "method_not_allowed" // 405
-	CodeLocked           Code = "locked"             // 409: another user holds a live lock
-	CodeAlreadyDecided   Code = "already_decided"    // 409: the request has a decision
-	CodeConflict         Code = "conflict"           // 409: changed concurrently too often; retry
-	CodeStale            Code = "stale"              // 412: If-Match does not match
-	CodeTooLarge         Code = "too_large"          // 413: a body over MaxBodySize
-	CodeInternal         Code = "internal"           // 500
-	CodeStoreUnavailable Code = "store_unavailable"  // 503: the demo domain's store is down
-	CodeNotReady         Code = "not_ready"          // 503: /readyz, the lock Redis does not answer
-)
-
-// Error is an error the HTTP API answers with its Code. Lock and Row add the member
-// of the same name to the body.
+// Error is an error the HTTP API answers with its Code, one of the protocol's (see
+// statusOf for the status of each). Lock and Row add the member of the same name to
+// the body.
 type Error struct {
-	Code    Code
+	Code    protocol.ErrorCode
 	Message string
-	// Lock is the lock in the way, with CodeLocked.
+	// Lock is the lock in the way, with protocol.CodeLocked.
 	Lock *protocol.Lock
-	// Row is the row as it stands, with CodeAlreadyDecided and CodeStale.
-	Row *ApprovalRequest
+	// Row is the entity as it stands, for an adopter's codes that show it (the demo's
+	// stale and already_decided): any value that encodes as JSON. Nil means no row
+	// member.
+	Row any
 	// Err is the cause, logged and never sent.
 	Err error
 }
+
+var _ protocol.ClientError = (*Error)(nil)
 
 func (e *Error) Error() string {
 	if e.Err != nil {
@@ -55,59 +38,71 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrorCode returns e.Code.
+func (e *Error) ErrorCode() protocol.ErrorCode { return e.Code }
+
+// ClientMessage returns e.Message.
+func (e *Error) ClientMessage() string { return e.Message }
+
 // Errorf returns an *Error with code and a formatted message.
-func Errorf(code Code, format string, args ...any) *Error {
+func Errorf(code protocol.ErrorCode, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // errorBody is what an error answers.
 type errorBody struct {
-	Code    Code             `json:"code"`
-	Message string           `json:"message"`
-	Lock    *protocol.Lock   `json:"lock,omitempty"`
-	Row     *ApprovalRequest `json:"row,omitempty"`
+	Code    protocol.ErrorCode `json:"code"`
+	Message string             `json:"message"`
+	Lock    *protocol.Lock     `json:"lock,omitempty"`
+	Row     any                `json:"row,omitempty"`
 }
 
-// errorFor is the one place an error becomes an HTTP status and body.
+// errorFor is the one place an error becomes an HTTP status and body. A
+// protocol.ClientError answers its own code and message, as on the socket.
 func errorFor(err error) (int, errorBody) {
 	var (
 		we  *Error
-		ie  *locks.InvalidEntityError
-		nl  *locks.NotLockableError
+		ce  protocol.ClientError
 		mbe *http.MaxBytesError
 	)
 	switch {
 	case errors.As(err, &we):
-		b := errorBody{Code: we.Code, Message: we.Message, Lock: we.Lock, Row: we.Row}
-		switch we.Code {
-		case CodeBadRequest, CodeInvalidEntity, CodeNotLockable:
-			return http.StatusBadRequest, b
-		case CodeUnauthorized:
-			return http.StatusUnauthorized, b
-		case CodeNotFound:
-			return http.StatusNotFound, b
-		case CodeMethodNotAllowed:
-			return http.StatusMethodNotAllowed, b
-		case CodeLocked, CodeAlreadyDecided, CodeConflict:
-			return http.StatusConflict, b
-		case CodeStale:
-			return http.StatusPreconditionFailed, b
-		case CodeTooLarge:
-			return http.StatusRequestEntityTooLarge, b
-		case CodeStoreUnavailable, CodeNotReady:
-			return http.StatusServiceUnavailable, b
-		}
-		return http.StatusInternalServerError, b
-	case errors.As(err, &ie):
-		return http.StatusBadRequest, errorBody{Code: CodeInvalidEntity, Message: err.Error()}
-	case errors.As(err, &nl):
-		return http.StatusBadRequest, errorBody{Code: CodeNotLockable, Message: err.Error()}
-	case errors.Is(err, hub.ErrUnauthorized):
-		return http.StatusUnauthorized, errorBody{Code: CodeUnauthorized, Message: "a valid bearer token is required"}
+		return statusOf(we.Code), errorBody{Code: we.Code, Message: we.Message, Lock: we.Lock, Row: we.Row}
+	case errors.As(err, &ce):
+		return statusOf(ce.ErrorCode()), errorBody{Code: ce.ErrorCode(), Message: ce.ClientMessage()}
+	case errors.Is(err, auth.ErrUnauthorized):
+		return http.StatusUnauthorized, errorBody{Code: protocol.CodeUnauthorized, Message: "a valid bearer token is required"}
 	case errors.As(err, &mbe):
-		return http.StatusRequestEntityTooLarge, errorBody{Code: CodeTooLarge, Message: fmt.Sprintf("the body is larger than %d bytes", mbe.Limit)}
+		return http.StatusRequestEntityTooLarge, errorBody{Code: protocol.CodeTooLarge, Message: fmt.Sprintf("the body is larger than %d bytes", mbe.Limit)}
 	}
-	return http.StatusInternalServerError, errorBody{Code: CodeInternal, Message: "internal error"}
+	return http.StatusInternalServerError, errorBody{Code: protocol.CodeInternal, Message: "internal error"}
+}
+
+// statusOf is the HTTP status of each error code (PROTOCOL.md §5).
+func statusOf(code protocol.ErrorCode) int {
+	switch code {
+	case protocol.CodeBadRequest, protocol.CodeInvalidEntity, protocol.CodeNotLockable:
+		return http.StatusBadRequest
+	case protocol.CodeUnauthorized:
+		return http.StatusUnauthorized
+	case protocol.CodeForbidden:
+		return http.StatusForbidden
+	case protocol.CodeNotFound:
+		return http.StatusNotFound
+	case protocol.CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case protocol.CodeLocked, protocol.CodeAlreadyDecided, protocol.CodeConflict:
+		return http.StatusConflict
+	case protocol.CodeStale:
+		return http.StatusPreconditionFailed
+	case protocol.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case protocol.CodeRateLimited:
+		return http.StatusTooManyRequests
+	case protocol.CodeStoreUnavailable, protocol.CodeNotReady:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
 }
 
 // writeError answers err. Server errors are logged with their cause; client errors

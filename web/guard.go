@@ -112,7 +112,7 @@ func guard(r *http.Request, cfg GuardConfig, log *slog.Logger) (GuardDecision, e
 	}
 	tenant, oid, err := cfg.Identify(r)
 	if err != nil {
-		return GuardRefused, &Error{Code: CodeUnauthorized, Message: "the caller could not be identified", Err: err}
+		return GuardRefused, &Error{Code: protocol.CodeUnauthorized, Message: "the caller could not be identified", Err: err}
 	}
 	ref := locks.Ref{Tenant: tenant, Type: typ, UID: uid}
 	l, err := cfg.Store.Lookup(r.Context(), ref)

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"github.com/lockhub/lockhub/protocol"
 	"log/slog"
 	"net/http"
 	"time"
@@ -28,7 +29,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.store.Ping(ctx); err != nil {
 		// The cause names internal addresses: it goes to the log, not to the prober.
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "not ready: the lock Redis does not answer", slog.String("error", err.Error()))
-		s.fail(w, r, &Error{Code: CodeNotReady, Message: "the lock Redis does not answer; lockhub serves, failing open", Err: err})
+		s.fail(w, r, &Error{Code: protocol.CodeNotReady, Message: "the lock Redis does not answer; lockhub serves, failing open", Err: err})
 		return
 	}
 	writeJSON(w, http.StatusOK, status{"ready"})

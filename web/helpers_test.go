@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockhub/lockhub/hub"
+	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/web"
 )
@@ -26,7 +26,7 @@ import (
 type env struct {
 	t       *testing.T
 	srv     *httptest.Server
-	dev     *hub.DevAuth
+	dev     *auth.Dev
 	store   *locks.Store
 	lockRDB redis.UniversalClient
 	demoRDB redis.UniversalClient
@@ -69,7 +69,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.dev, err = hub.NewDevAuth(hub.DevAuthConfig{}); err != nil {
+	if e.dev, err = auth.NewDev(auth.DevConfig{}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := web.Config{Store: e.store, Verifier: e.dev, Demo: o.demoRDB, Logger: log, Registerer: e.reg}
@@ -232,9 +232,9 @@ func keys(t testing.TB, rdb redis.UniversalClient, pattern string) []string {
 }
 
 // newEnvDev makes a DevAuth with its own key: its tokens are foreign to any env.
-func newEnvDev(t *testing.T) (*hub.DevAuth, error) {
+func newEnvDev(t *testing.T) (*auth.Dev, error) {
 	t.Helper()
-	return hub.NewDevAuth(hub.DevAuthConfig{})
+	return auth.NewDev(auth.DevConfig{})
 }
 
 // clientMini returns a client of a fresh miniredis.

@@ -106,7 +106,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if l == nil {
-		s.fail(w, r, Errorf(CodeNotFound, "%s %s is not locked", ref.Type, ref.UID))
+		s.fail(w, r, Errorf(protocol.CodeNotFound, "%s %s is not locked", ref.Type, ref.UID))
 		return
 	}
 	writeJSON(w, http.StatusOK, l)
@@ -137,7 +137,7 @@ func (s *Server) mine(w http.ResponseWriter, r *http.Request) {
 // lockedError is the 409 of a guarded write: another user holds l.
 func lockedError(l *protocol.Lock) *Error {
 	return &Error{
-		Code: CodeLocked,
+		Code: protocol.CodeLocked,
 		Message: fmt.Sprintf("%s %s is being edited by %s until %s", l.EntityType, l.EntityUID,
 			l.HolderName, l.ExpiresAt),
 		Lock: l,

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockhub/lockhub/hub"
+	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -37,12 +37,12 @@ type LockStore interface {
 
 var _ LockStore = (*locks.Store)(nil)
 
-// TokenIssuer issues development tokens for POST /dev/token. *hub.DevAuth has it.
+// TokenIssuer issues development tokens for POST /dev/token. *auth.Dev has it.
 type TokenIssuer interface {
 	Issue(tenant, oid, name string, roles []string) (string, error)
 }
 
-var _ TokenIssuer = (*hub.DevAuth)(nil)
+var _ TokenIssuer = (*auth.Dev)(nil)
 
 // Config configures a Server. Store and Verifier are required; every other zero value
 // works.
@@ -51,7 +51,7 @@ type Config struct {
 	Store LockStore
 	// Verifier checks bearer tokens, the same way as the hub checks a socket's auth
 	// frame. Required.
-	Verifier hub.Verifier
+	Verifier auth.Verifier
 	// DevTokens, when set, serves POST /dev/token: development mode (PROTOCOL.md §6).
 	// Nil means the route does not exist, as in production with a JWKS.
 	DevTokens TokenIssuer
@@ -89,7 +89,7 @@ const defaultDemoTimeout = time.Second
 // PROTOCOL.md §5 and §7. It is safe for concurrent use.
 type Server struct {
 	store        LockStore
-	verifier     hub.Verifier
+	verifier     auth.Verifier
 	dev          TokenIssuer
 	takeoverRole string
 	log          *slog.Logger
@@ -181,7 +181,7 @@ func (s *Server) routes(ws http.Handler, metrics http.Handler) {
 	// HEAD is answered wherever GET is (RFC 9110 §9.3.2).
 	m.Use(middleware.GetHead)
 	m.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, Errorf(CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+		s.fail(w, r, Errorf(protocol.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
 	m.MethodNotAllowed(s.methodNotAllowed)
 	if ws != nil {
@@ -241,7 +241,7 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	for _, m := range allowed {
 		w.Header().Add("Allow", m)
 	}
-	s.fail(w, r, Errorf(CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
+	s.fail(w, r, Errorf(protocol.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
 }
 
 // recoverer answers a panic with 500 and logs it with its stack, so one bad request
@@ -259,7 +259,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 			s.log.LogAttrs(r.Context(), slog.LevelError, "handler panicked",
 				slog.String("method", r.Method), slog.String("path", r.URL.Path),
 				slog.Any("panic", rec), slog.String("stack", string(debug.Stack())))
-			s.fail(w, r, &Error{Code: CodeInternal, Message: "internal error"})
+			s.fail(w, r, &Error{Code: protocol.CodeInternal, Message: "internal error"})
 		}()
 		next.ServeHTTP(w, r)
 	})
@@ -292,7 +292,7 @@ func param(r *http.Request, name string) string {
 }
 
 // ref returns the entity a lock route names, in the caller's tenant.
-func ref(r *http.Request, id hub.Identity) locks.Ref {
+func ref(r *http.Request, id auth.Identity) locks.Ref {
 	return locks.Ref{Tenant: id.Tenant, Type: param(r, "type"), UID: param(r, "uid")}
 }
 
@@ -300,7 +300,7 @@ func ref(r *http.Request, id hub.Identity) locks.Ref {
 func identifyFromContext(r *http.Request) (tenant, oid string, err error) {
 	id, ok := IdentityFrom(r.Context())
 	if !ok {
-		return "", "", hub.ErrUnauthorized
+		return "", "", auth.ErrUnauthorized
 	}
 	return id.Tenant, id.OID, nil
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"embed"
+	"github.com/lockhub/lockhub/protocol"
 	"io"
 	"net/http"
 	"path"
@@ -40,7 +41,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 func (s *Server) staticFile(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(path.Clean("/"+strings.TrimPrefix(r.URL.Path, "/static/")), "/")
 	if name == "" || name == "." {
-		s.fail(w, r, Errorf(CodeNotFound, "no file %s", r.URL.Path))
+		s.fail(w, r, Errorf(protocol.CodeNotFound, "no file %s", r.URL.Path))
 		return
 	}
 	s.serveStatic(w, r, name)
@@ -49,14 +50,14 @@ func (s *Server) staticFile(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request, name string) {
 	f, err := s.static.Open(name)
 	if err != nil {
-		s.fail(w, r, Errorf(CodeNotFound, "no file %s", r.URL.Path))
+		s.fail(w, r, Errorf(protocol.CodeNotFound, "no file %s", r.URL.Path))
 		return
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	rs, seekable := f.(io.ReadSeeker)
 	if err != nil || st.IsDir() || !seekable {
-		s.fail(w, r, Errorf(CodeNotFound, "no file %s", r.URL.Path))
+		s.fail(w, r, Errorf(protocol.CodeNotFound, "no file %s", r.URL.Path))
 		return
 	}
 	if ct, ok := contentTypes[strings.ToLower(path.Ext(name))]; ok {

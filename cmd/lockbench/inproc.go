@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lockhub/lockhub/hub"
+	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 )
 
@@ -71,7 +72,7 @@ func startInproc(ctx context.Context, redisURL, typ string) (*inprocHub, error) 
 		closeRedis()
 		return nil, err
 	}
-	auth, err := hub.NewDevAuth(hub.DevAuthConfig{})
+	auth, err := auth.NewDev(auth.DevConfig{})
 	if err != nil {
 		closeRedis()
 		return nil, err

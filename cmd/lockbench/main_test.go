@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockhub/lockhub/hub"
+	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 )
 
@@ -77,7 +78,7 @@ func TestExternalRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := hub.NewDevAuth(hub.DevAuthConfig{})
+	auth, err := auth.NewDev(auth.DevConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/hub"
+	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 )
 
@@ -26,7 +27,7 @@ type Config struct {
 	JWKSURL        string // empty: development tokens
 	Issuer         string
 	Audience       string
-	Claims         hub.ClaimNames
+	Claims         auth.ClaimNames
 	Lockable       []string
 	Lease          time.Duration
 	RenewEvery     time.Duration
@@ -191,7 +192,7 @@ func validate(s map[string]*setting) (Config, error) {
 			}
 		}
 	}
-	c.Claims = hub.ClaimNames{Tenant: str("claim-tenant"), OID: str("claim-oid"), Name: str("claim-name"), Roles: str("claim-roles")}
+	c.Claims = auth.ClaimNames{Tenant: str("claim-tenant"), OID: str("claim-oid"), Name: str("claim-name"), Roles: str("claim-roles")}
 	for _, name := range []string{"claim-tenant", "claim-oid", "claim-name", "claim-roles"} {
 		if str(name) == "" {
 			bad(name, errors.New("must name a claim"))

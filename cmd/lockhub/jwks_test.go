@@ -6,24 +6,24 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockhub/lockhub/hub/hubtest"
+	"github.com/lockhub/lockhub/hub/auth/authtest"
 )
 
 // TestRunWithJWKS runs in production mode: tokens are checked against a JWKS, with the
 // configured claim names, and there is no /dev/token.
 func TestRunWithJWKS(t *testing.T) {
-	idp := hubtest.NewIDP(t)
+	idp := authtest.NewIDP(t)
 	sign := func(aud string, roles ...string) string {
 		return idp.Token(t, map[string]any{"aud": []string{aud}, "org": "acme", "oid": "u-ada",
 			"name": "Ada Lovelace", "roles": roles})
 	}
 
-	r := start(t, []string{"--jwks-url", idp.URL, "--issuer", hubtest.Issuer, "--claim-tenant", "org"},
-		env("LOCKHUB_AUDIENCE", hubtest.Audience))
+	r := start(t, []string{"--jwks-url", idp.URL, "--issuer", authtest.Issuer, "--claim-tenant", "org"},
+		env("LOCKHUB_AUDIENCE", authtest.Audience))
 	if a := call(t, "POST", r.url+"/dev/token", "", `{"tenant":"acme","oid":"u-ada"}`); a.status != 404 {
 		t.Fatalf("/dev/token in production: %d %s", a.status, a.raw)
 	}
-	good := sign(hubtest.Audience, "Locks.TakeOver")
+	good := sign(authtest.Audience, "Locks.TakeOver")
 	if a := call(t, "POST", r.url+"/api/locks/ApprovalRequest/r-1001/takeover", good, ""); a.status != 200 || a.body["outcome"] != "acquired" {
 		t.Fatalf("takeover with a JWKS token: %d %s", a.status, a.raw)
 	}

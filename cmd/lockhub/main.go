@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/hub"
+	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/web"
 )
@@ -301,11 +302,11 @@ func (m *Main) lockRedis(cfg Config, closers *[]func()) (redis.UniversalClient, 
 
 // verifier returns the token verifier: a JWKS in production, or the server's own
 // development tokens, which it also returns to serve POST /dev/token.
-func (m *Main) verifier(ctx context.Context, cfg Config) (hub.Verifier, *hub.DevAuth, error) {
+func (m *Main) verifier(ctx context.Context, cfg Config) (auth.Verifier, *auth.Dev, error) {
 	if !cfg.Development() {
 		// The first fetch is bounded by the JWKS client's timeout; the cache then
 		// refreshes until ctx is done.
-		a, err := hub.NewJWKSAuth(ctx, hub.JWKSConfig{URL: cfg.JWKSURL, Issuer: cfg.Issuer, Audience: cfg.Audience, Claims: cfg.Claims})
+		a, err := auth.NewJWKS(ctx, auth.JWKSConfig{URL: cfg.JWKSURL, Issuer: cfg.Issuer, Audience: cfg.Audience, Claims: cfg.Claims})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--jwks-url: %w", err)
 		}
@@ -313,7 +314,7 @@ func (m *Main) verifier(ctx context.Context, cfg Config) (hub.Verifier, *hub.Dev
 			slog.String("issuer", cfg.Issuer), slog.String("audience", cfg.Audience))
 		return a, nil, nil
 	}
-	dev, err := hub.NewDevAuth(hub.DevAuthConfig{Claims: cfg.Claims})
+	dev, err := auth.NewDev(auth.DevConfig{Claims: cfg.Claims})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
-package hub
+package auth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,7 +39,7 @@ type Verifier interface {
 // malformed, badly signed, expired, not yet valid, for another issuer or audience, or
 // whose tenant or oid fails the rules of PROTOCOL.md §1. Transports answer it with
 // close code 4401 or HTTP 401.
-var ErrUnauthorized = errors.New("hub: unauthorized")
+var ErrUnauthorized = errors.New("auth: unauthorized")
 
 // ClaimNames names the token claims an Identity is read from. Each zero field means
 // its default: Tenant "tid", OID "oid", Name "name", Roles "roles".
@@ -48,10 +49,10 @@ type ClaimNames struct {
 
 func (c ClaimNames) withDefaults() ClaimNames {
 	return ClaimNames{
-		Tenant: cmpOr(c.Tenant, "tid"),
-		OID:    cmpOr(c.OID, "oid"),
-		Name:   cmpOr(c.Name, "name"),
-		Roles:  cmpOr(c.Roles, "roles"),
+		Tenant: cmp.Or(c.Tenant, "tid"),
+		OID:    cmp.Or(c.OID, "oid"),
+		Name:   cmp.Or(c.Name, "name"),
+		Roles:  cmp.Or(c.Roles, "roles"),
 	}
 }
 
@@ -119,12 +120,4 @@ func rolesClaim(tok jwt.Token, name string) ([]string, error) {
 		return out, nil
 	}
 	return nil, unauthorized("claim %q is not a list of roles", name)
-}
-
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }

@@ -1,6 +1,7 @@
-package hub
+package auth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwt"
 )
 
-// JWKSConfig configures a JWKSAuth. URL, Issuer and Audience are required.
+// JWKSConfig configures a JWKS. URL, Issuer and Audience are required.
 type JWKSConfig struct {
 	// URL is where the signing keys are, http or https. Required. It is the only URL
 	// ever fetched: none is derived from a token (no jku, no x5u).
@@ -36,13 +37,13 @@ type JWKSConfig struct {
 	Now func() time.Time
 }
 
-// JWKSAuth verifies production tokens against a JWKS (PROTOCOL.md §6): the signature
+// JWKS verifies production tokens against a JWKS (PROTOCOL.md §6): the signature
 // with the key the token's kid names in the set, the algorithm taken from that key
 // (never from the token), then issuer, audience, exp and nbf. The set is cached and
 // refreshed in the background (jwx jwk.Cache); a kid the cache does not know triggers
 // one refetch, at most every unknownKidRefetch, so rotated keys are picked up without
 // letting random kids hammer the identity provider. Safe for concurrent use.
-type JWKSAuth struct {
+type JWKS struct {
 	cfg   JWKSConfig
 	names ClaimNames
 	cache *jwk.Cache
@@ -51,44 +52,44 @@ type JWKSAuth struct {
 	lastRefetch time.Time // guarded by mu
 }
 
-var _ Verifier = (*JWKSAuth)(nil)
+var _ Verifier = (*JWKS)(nil)
 
 // unknownKidRefetch spaces the refetches an unknown kid triggers.
 const unknownKidRefetch = 30 * time.Second
 
-// NewJWKSAuth fetches the key set once, so a wrong URL fails at start, and returns a
-// JWKSAuth that keeps it fresh until ctx is done. The cache's goroutines belong to jwx:
+// NewJWKS fetches the key set once, so a wrong URL fails at start, and returns a
+// JWKS that keeps it fresh until ctx is done. The cache's goroutines belong to jwx:
 // they end when ctx is done.
-func NewJWKSAuth(ctx context.Context, cfg JWKSConfig) (*JWKSAuth, error) {
+func NewJWKS(ctx context.Context, cfg JWKSConfig) (*JWKS, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("hub: JWKSConfig.URL %q must be an http or https URL", cfg.URL)
+		return nil, fmt.Errorf("auth: JWKSConfig.URL %q must be an http or https URL", cfg.URL)
 	}
 	if cfg.Issuer == "" || cfg.Audience == "" {
-		return nil, errors.New("hub: JWKSConfig.Issuer and Audience are required with a JWKS")
+		return nil, errors.New("auth: JWKSConfig.Issuer and Audience are required with a JWKS")
 	}
 	if cfg.Leeway < 0 || cfg.Leeway > maxLeeway {
-		return nil, fmt.Errorf("hub: JWKSConfig.Leeway %s must be between 0 and %s", cfg.Leeway, maxLeeway)
+		return nil, fmt.Errorf("auth: JWKSConfig.Leeway %s must be between 0 and %s", cfg.Leeway, maxLeeway)
 	}
-	cfg.Leeway = cmpOr(cfg.Leeway, maxLeeway)
+	cfg.Leeway = cmp.Or(cfg.Leeway, maxLeeway)
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &JWKSAuth{cfg: cfg, names: cfg.Claims.withDefaults(), cache: jwk.NewCache(ctx)}
+	a := &JWKS{cfg: cfg, names: cfg.Claims.withDefaults(), cache: jwk.NewCache(ctx)}
 	if err := a.cache.Register(cfg.URL, jwk.WithHTTPClient(cfg.HTTPClient)); err != nil {
-		return nil, fmt.Errorf("hub: JWKS %s: %w", cfg.URL, err)
+		return nil, fmt.Errorf("auth: JWKS %s: %w", cfg.URL, err)
 	}
 	if _, err := a.cache.Refresh(ctx, cfg.URL); err != nil {
-		return nil, fmt.Errorf("hub: fetching the JWKS %s: %w", cfg.URL, err)
+		return nil, fmt.Errorf("auth: fetching the JWKS %s: %w", cfg.URL, err)
 	}
 	return a, nil
 }
 
 // Verify checks token against the key set, the issuer, the audience and the clock.
-func (a *JWKSAuth) Verify(ctx context.Context, token string) (Identity, error) {
+func (a *JWKS) Verify(ctx context.Context, token string) (Identity, error) {
 	if token == "" {
 		return Identity{}, unauthorized("empty token")
 	}
@@ -109,7 +110,7 @@ func (a *JWKSAuth) Verify(ctx context.Context, token string) (Identity, error) {
 
 // key returns the key of the set named kid, refetching the set once when it does not
 // know kid (keys rotate) unless it did so moments ago.
-func (a *JWKSAuth) key(ctx context.Context, kid string) (jwk.Key, error) {
+func (a *JWKS) key(ctx context.Context, kid string) (jwk.Key, error) {
 	set, err := a.cache.Get(ctx, a.cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("key set unavailable: %w", err)
@@ -136,7 +137,7 @@ func (a *JWKSAuth) key(ctx context.Context, kid string) (jwk.Key, error) {
 // jwksKeys is the jws.KeyProvider of one Verify: it offers exactly one key, the one the
 // kid names, with the algorithm that key fixes.
 type jwksKeys struct {
-	a   *JWKSAuth
+	a   *JWKS
 	ctx context.Context
 }
 

@@ -1,6 +1,7 @@
-package hub
+package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -15,26 +16,29 @@ import (
 	"github.com/lockhub/lockhub/locks"
 )
 
-// DevAuthConfig configures a DevAuth. The zero value works.
-type DevAuthConfig struct {
+// DevConfig configures a Dev. The zero value works.
+type DevConfig struct {
 	// Claims names the claims tokens carry. Zero fields mean the defaults of ClaimNames.
 	Claims ClaimNames
 	// TTL is how long an issued token is valid. Zero means one hour.
 	TTL time.Duration
 	// Now is the clock, for issuing and checking. Nil means time.Now.
 	Now func() time.Time
+	// Key is the signing key. Nil means a fresh key made by NewDev and never written
+	// anywhere, so tokens die with the process; tests that forge tokens set it.
+	Key ed25519.PrivateKey
 }
 
 // Issuer and audience of development tokens; Verify requires both.
 const (
-	devIssuer   = "lockhub-dev"
-	devAudience = "lockhub"
+	DevIssuer   = "lockhub-dev"
+	DevAudience = "lockhub"
 )
 
-// DevAuth issues and verifies development tokens (PROTOCOL.md §6, "Development"):
+// Dev issues and verifies development tokens (PROTOCOL.md §6, "Development"):
 // EdDSA JWTs signed with a key made at start and never written anywhere, so tokens
 // die with the process. It is a Verifier. Safe for concurrent use.
-type DevAuth struct {
+type Dev struct {
 	names ClaimNames
 	ttl   time.Duration
 	now   func() time.Time
@@ -42,33 +46,36 @@ type DevAuth struct {
 	pub   jwk.Key
 }
 
-var _ Verifier = (*DevAuth)(nil)
+var _ Verifier = (*Dev)(nil)
 
-// NewDevAuth makes a fresh signing key and returns a DevAuth using it.
-func NewDevAuth(cfg DevAuthConfig) (*DevAuth, error) {
+// NewDev returns a Dev signing with cfg.Key, or with a fresh key.
+func NewDev(cfg DevConfig) (*Dev, error) {
 	if cfg.TTL < 0 {
-		return nil, errors.New("hub: DevAuthConfig.TTL must not be negative")
+		return nil, errors.New("auth: DevConfig.TTL must not be negative")
 	}
-	_, raw, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("hub: dev signing key: %w", err)
+	raw := cfg.Key
+	if raw == nil {
+		var err error
+		if _, raw, err = ed25519.GenerateKey(rand.Reader); err != nil {
+			return nil, fmt.Errorf("auth: dev signing key: %w", err)
+		}
 	}
 	priv, err := jwk.FromRaw(raw)
 	if err != nil {
-		return nil, fmt.Errorf("hub: dev signing key: %w", err)
+		return nil, fmt.Errorf("auth: dev signing key: %w", err)
 	}
 	// The kid is only informative: Verify knows its one key.
 	if err := priv.Set(jwk.KeyIDKey, "dev-"+rand.Text()[:8]); err != nil {
-		return nil, fmt.Errorf("hub: dev signing key: %w", err)
+		return nil, fmt.Errorf("auth: dev signing key: %w", err)
 	}
 	if err := priv.Set(jwk.AlgorithmKey, jwa.EdDSA); err != nil {
-		return nil, fmt.Errorf("hub: dev signing key: %w", err)
+		return nil, fmt.Errorf("auth: dev signing key: %w", err)
 	}
 	pub, err := jwk.PublicKeyOf(priv)
 	if err != nil {
-		return nil, fmt.Errorf("hub: dev signing key: %w", err)
+		return nil, fmt.Errorf("auth: dev signing key: %w", err)
 	}
-	d := &DevAuth{names: cfg.Claims.withDefaults(), ttl: cmpOr(cfg.TTL, time.Hour), now: cfg.Now, priv: priv, pub: pub}
+	d := &Dev{names: cfg.Claims.withDefaults(), ttl: cmp.Or(cfg.TTL, time.Hour), now: cfg.Now, priv: priv, pub: pub}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -77,14 +84,14 @@ func NewDevAuth(cfg DevAuthConfig) (*DevAuth, error) {
 
 // Issue returns a token for the given identity, valid for the configured TTL. A tenant
 // or oid that fails the rules of PROTOCOL.md §1 is a *locks.InvalidEntityError.
-func (d *DevAuth) Issue(tenant, oid, name string, roles []string) (string, error) {
+func (d *Dev) Issue(tenant, oid, name string, roles []string) (string, error) {
 	return d.IssueWithExpiry(tenant, oid, name, roles, d.now().Add(d.ttl))
 }
 
 // IssueWithExpiry is Issue with an explicit expiry, which may be in the past: for tests
 // of expiry. JWT times have one-second precision (RFC 7519 §2, NumericDate), so exp is
 // exp truncated to the second.
-func (d *DevAuth) IssueWithExpiry(tenant, oid, name string, roles []string, exp time.Time) (string, error) {
+func (d *Dev) IssueWithExpiry(tenant, oid, name string, roles []string, exp time.Time) (string, error) {
 	if !locks.ValidTenant(tenant) {
 		return "", &locks.InvalidEntityError{Field: "tenant", Value: tenant}
 	}
@@ -96,8 +103,8 @@ func (d *DevAuth) IssueWithExpiry(tenant, oid, name string, roles []string, exp 
 	}
 	now := d.now()
 	tok, err := jwt.NewBuilder().
-		Issuer(devIssuer).
-		Audience([]string{devAudience}).
+		Issuer(DevIssuer).
+		Audience([]string{DevAudience}).
 		IssuedAt(earlier(now, exp)).
 		Expiration(exp).
 		Claim(d.names.Tenant, tenant).
@@ -106,27 +113,27 @@ func (d *DevAuth) IssueWithExpiry(tenant, oid, name string, roles []string, exp 
 		Claim(d.names.Roles, roles).
 		Build()
 	if err != nil {
-		return "", fmt.Errorf("hub: building a dev token: %w", err)
+		return "", fmt.Errorf("auth: building a dev token: %w", err)
 	}
 	b, err := jwt.Sign(tok, jwt.WithKey(jwa.EdDSA, d.priv))
 	if err != nil {
-		return "", fmt.Errorf("hub: signing a dev token: %w", err)
+		return "", fmt.Errorf("auth: signing a dev token: %w", err)
 	}
 	return string(b), nil
 }
 
-// Verify checks a token issued by this DevAuth: its signature (EdDSA with this key,
+// Verify checks a token issued by this Dev: its signature (EdDSA with this key,
 // whatever alg the token names), issuer, audience and times, with protocol.TokenLeeway
 // of skew.
-func (d *DevAuth) Verify(_ context.Context, token string) (Identity, error) {
+func (d *Dev) Verify(_ context.Context, token string) (Identity, error) {
 	if token == "" {
 		return Identity{}, unauthorized("empty token")
 	}
 	tok, err := jwt.Parse([]byte(token),
 		jwt.WithKey(jwa.EdDSA, d.pub), // the algorithm is ours, never the token's
 		jwt.WithValidate(true),
-		jwt.WithIssuer(devIssuer),
-		jwt.WithAudience(devAudience),
+		jwt.WithIssuer(DevIssuer),
+		jwt.WithAudience(DevAudience),
 		jwt.WithRequiredClaim(jwt.ExpirationKey),
 		jwt.WithAcceptableSkew(maxLeeway),
 		jwt.WithClock(jwt.ClockFunc(d.now)),

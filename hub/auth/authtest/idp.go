@@ -1,4 +1,4 @@
-package hubtest
+package authtest
 
 import (
 	"crypto/ed25519"

@@ -1,7 +1,7 @@
-// Package hubtest is test support for code that checks lockhub's production tokens.
+// Package authtest is test support for code that checks lockhub's production tokens.
 //
 // Start with NewIDP: an identity provider that serves a JWKS over HTTP and signs tokens
-// with its key, as Entra ID or any OpenID provider would, for the real hub.JWKSAuth (or
+// with its key, as Entra ID or any OpenID provider would, for the real auth.JWKS (or
 // the lockhub binary's --jwks-url) to check. It lives until the test that made it ends.
 // An IDP is safe for concurrent use. It is for tests only.
-package hubtest
+package authtest
