@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"github.com/lockhub/lockhub/protocol"
@@ -28,26 +29,34 @@ func WithIdentity(ctx context.Context, id auth.Identity) context.Context {
 	return context.WithValue(ctx, identityKey{}, id)
 }
 
-// authenticate checks the bearer token of every request it wraps with the same
-// Verifier as the hub's sockets (PROTOCOL.md §5): without a valid one it answers 401.
-// The token is never logged.
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, err := s.verify(r)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
-	})
+// Authenticate returns middleware that checks the bearer token of every request it
+// wraps with v, the same Verifier as the hub's sockets (PROTOCOL.md §5): without a
+// valid one it answers 401 unauthorized; with one, the handler finds the caller with
+// IdentityFrom. The token is never logged; why it was refused goes to log (nil means
+// slog.Default()) at DEBUG.
+func Authenticate(v auth.Verifier, log *slog.Logger) func(http.Handler) http.Handler {
+	if v == nil {
+		panic("web: Authenticate needs a Verifier")
+	}
+	log = cmp.Or(log, slog.Default())
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id, err := verify(r, v, log)
+			if err != nil {
+				WriteError(w, r, log, err)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(WithIdentity(r.Context(), id)))
+		})
+	}
 }
 
-func (s *Server) verify(r *http.Request) (auth.Identity, error) {
+func verify(r *http.Request, v auth.Verifier, log *slog.Logger) (auth.Identity, error) {
 	token, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
 		return auth.Identity{}, &Error{Code: protocol.CodeUnauthorized, Message: "an Authorization: Bearer <token> header is required"}
 	}
-	id, err := s.verifier.Verify(r.Context(), token)
+	id, err := v.Verify(r.Context(), token)
 	if err == nil && (!locks.ValidTenant(id.Tenant) || !locks.ValidOID(id.OID)) {
 		// PROTOCOL.md §4: a token whose tenant or oid fails §1 is refused like any bad
 		// token, whatever Verifier let it through.
@@ -56,7 +65,7 @@ func (s *Server) verify(r *http.Request) (auth.Identity, error) {
 	if err != nil {
 		// The reason (expired, bad signature, unknown key) goes to the log, not to the
 		// client: PROTOCOL.md §5 "Hardening" names no internals in a 401.
-		s.log.LogAttrs(r.Context(), slog.LevelDebug, "bearer token refused",
+		log.LogAttrs(r.Context(), slog.LevelDebug, "bearer token refused",
 			slog.String("path", r.URL.Path), slog.String("reason", err.Error()))
 		return auth.Identity{}, &Error{Code: protocol.CodeUnauthorized, Message: "the bearer token is not valid", Err: err}
 	}
@@ -81,12 +90,4 @@ func identity(r *http.Request) auth.Identity {
 		panic("web: a handler of an authenticated route ran without an identity")
 	}
 	return id
-}
-
-// short caps a string from a client for a message.
-func short(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
 }

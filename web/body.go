@@ -39,9 +39,11 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 	})
 }
 
-// decodeBody decodes a JSON object body into v. An empty body leaves v as it is when
-// optional, and is a bad request otherwise.
-func decodeBody(r *http.Request, v any, optional bool) error {
+// DecodeJSON decodes the JSON object body of r into v, answering what is wrong with it
+// as a bad_request *Error. An empty body leaves v as it is when optional, and is a bad
+// request otherwise. Behind a Server (Config.App) the body is in memory already, and
+// at most MaxBodySize.
+func DecodeJSON(r *http.Request, v any, optional bool) error {
 	b, err := io.ReadAll(r.Body) // in memory already: see limitBody
 	if err != nil {
 		return &Error{Code: protocol.CodeBadRequest, Message: "the body could not be read", Err: err}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockhub/lockhub/locks/redistest"
-	"github.com/lockhub/lockhub/web"
+	"github.com/lockhub/lockhub/web/demo"
 )
 
 const rowPath = "/api/approval-requests/r-1001"
@@ -143,13 +143,13 @@ func testDemoDelete(t *testing.T, opts envOpts) {
 
 	// The index lost alone (an eviction, a hand-made DEL) is not the set gone: it is
 	// rebuilt from the rows that survived, and the deleted row stays deleted.
-	if err := e.demoRDB.Del(t.Context(), web.RowIndexKey("acme")).Err(); err != nil {
+	if err := e.demoRDB.Del(t.Context(), demo.RowIndexKey("acme")).Err(); err != nil {
 		t.Fatal(err)
 	}
 	wantStatus(t, e.do(req{method: "GET", path: rowPath, token: ada}), 404, "not_found")
 	r = e.do(req{method: "GET", path: "/api/approval-requests", token: ada})
 	equal(t, "rows after losing the index", len(r.list("rows")), n)
-	if got := e.demoRDB.SCard(t.Context(), web.RowIndexKey("acme")).Val(); got != int64(n+1) {
+	if got := e.demoRDB.SCard(t.Context(), demo.RowIndexKey("acme")).Val(); got != int64(n+1) {
 		t.Fatalf("rebuilt index holds %d uids, want %d", got, n+1)
 	}
 
@@ -178,9 +178,9 @@ func TestDemoKeyLayout(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	ada := e.token("acme", "u-ada", "Ada Lovelace")
 	wantStatus(t, e.do(req{method: "GET", path: rowPath, token: ada}), 200, "")
-	equal(t, "row key", web.RowKey("acme", "r-1001"), "demo:{acme}:ApprovalRequest:r-1001")
-	equal(t, "index key", web.RowIndexKey("acme"), "demoidx:{acme}:ApprovalRequest")
-	for _, k := range []string{web.RowKey("acme", "r-1001"), web.RowIndexKey("acme")} {
+	equal(t, "row key", demo.RowKey("acme", "r-1001"), "demo:{acme}:ApprovalRequest:r-1001")
+	equal(t, "index key", demo.RowIndexKey("acme"), "demoidx:{acme}:ApprovalRequest")
+	for _, k := range []string{demo.RowKey("acme", "r-1001"), demo.RowIndexKey("acme")} {
 		if n := e.demoRDB.Exists(t.Context(), k).Val(); n != 1 {
 			t.Fatalf("%s does not exist", k)
 		}

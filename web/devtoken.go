@@ -30,7 +30,7 @@ type devTokenResponse struct {
 // development mode (Config.DevTokens set); the token is never logged.
 func (s *Server) devToken(w http.ResponseWriter, r *http.Request) {
 	var req devTokenRequest
-	if err := decodeBody(r, &req, false); err != nil {
+	if err := DecodeJSON(r, &req, false); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -56,5 +56,5 @@ func (s *Server) devToken(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "issued a development token",
 		slog.String("tenant", req.Tenant), slog.String("oid", req.OID), slog.Any("roles", req.Roles))
-	writeJSON(w, http.StatusOK, devTokenResponse{Token: token})
+	WriteJSON(w, http.StatusOK, devTokenResponse{Token: token})
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,11 +106,13 @@ func statusOf(code protocol.ErrorCode) int {
 	return http.StatusInternalServerError
 }
 
-// writeError answers err. Server errors are logged with their cause; client errors
-// are not, since they are the client's to see.
-func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+// WriteError answers err as every error of the HTTP API is answered: the status and
+// body of errorFor. Server errors are logged to log (nil means slog.Default()) with
+// their cause; client errors are not, since they are the client's to see.
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	status, body := errorFor(err)
 	if status >= 500 {
+		log = cmp.Or(log, slog.Default())
 		log.LogAttrs(r.Context(), slog.LevelError, "request failed",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.Int("status", status), slog.String("error", err.Error()))
@@ -118,11 +121,11 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		// RFC 6750 §3: a 401 names the scheme it wants.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lockhub"`)
 	}
-	writeJSON(w, status, body)
+	WriteJSON(w, status, body)
 }
 
-// writeJSON answers v as JSON with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers v as JSON with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		// Only our own types are written, and they always encode.

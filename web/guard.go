@@ -96,7 +96,7 @@ func Guard(cfg GuardConfig) func(http.Handler) http.Handler {
 			d, err := guard(r, cfg, log)
 			decisions.WithLabelValues(string(d)).Inc()
 			if err != nil {
-				writeError(w, r, log, err)
+				WriteError(w, r, log, err)
 				return
 			}
 			next.ServeHTTP(w, r)

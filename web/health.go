@@ -17,7 +17,7 @@ type status struct {
 
 // healthz: GET /healthz answers while the process runs.
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, status{"ok"})
+	WriteJSON(w, http.StatusOK, status{"ok"})
 }
 
 // readyz: GET /readyz says whether the lock Redis answers (PROTOCOL.md §5 and §7). The
@@ -32,5 +32,5 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, &Error{Code: protocol.CodeNotReady, Message: "the lock Redis does not answer; lockhub serves, failing open", Err: err})
 		return
 	}
-	writeJSON(w, http.StatusOK, status{"ready"})
+	WriteJSON(w, http.StatusOK, status{"ready"})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/web"
+	"github.com/lockhub/lockhub/web/demo"
 )
 
 // env is a web.Server on a real HTTP server, with its lock store and demo store.
@@ -72,7 +73,13 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if e.dev, err = auth.NewDev(auth.DevConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := web.Config{Store: e.store, Verifier: e.dev, Demo: o.demoRDB, Logger: log, Registerer: e.reg}
+	// The demo domain is mounted as cmd/lockhub mounts it: an adopter of web beside
+	// the lock API.
+	app, err := demo.New(demo.Config{Rows: o.demoRDB, Locks: e.store, Verifier: e.dev, Logger: log, Registerer: e.reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := web.Config{Store: e.store, Verifier: e.dev, App: app, Logger: log, Registerer: e.reg}
 	if !o.noDev {
 		cfg.DevTokens = e.dev
 	}

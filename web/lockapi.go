@@ -42,14 +42,14 @@ func writeResult(w http.ResponseWriter, res locks.Result) {
 	if res.Outcome == protocol.OutcomeTakenOver {
 		body.PreviousHolder = res.PreviousHolder
 	}
-	writeJSON(w, outcomeStatus(res.Outcome), body)
+	WriteJSON(w, outcomeStatus(res.Outcome), body)
 }
 
 func writeLocks(w http.ResponseWriter, ls []protocol.Lock) {
 	if ls == nil {
 		ls = []protocol.Lock{}
 	}
-	writeJSON(w, http.StatusOK, lockList{Locks: ls})
+	WriteJSON(w, http.StatusOK, lockList{Locks: ls})
 }
 
 // claim: POST /api/locks/{type}/{uid}.
@@ -109,13 +109,13 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, Errorf(protocol.CodeNotFound, "%s %s is not locked", ref.Type, ref.UID))
 		return
 	}
-	writeJSON(w, http.StatusOK, l)
+	WriteJSON(w, http.StatusOK, l)
 }
 
 // list: GET /api/locks/{type}.
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	id := identity(r)
-	ls, err := s.store.List(r.Context(), id.Tenant, param(r, "type"))
+	ls, err := s.store.List(r.Context(), id.Tenant, PathParam(r, "type"))
 	if err != nil {
 		s.fail(w, r, err)
 		return

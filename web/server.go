@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io/fs"
@@ -8,13 +9,11 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
@@ -58,12 +57,11 @@ type Config struct {
 	// Hub serves GET /ws, the WebSocket of PROTOCOL.md §4 (a *hub.Hub). Nil means no
 	// /ws route.
 	Hub http.Handler
-	// Demo is the Redis the demo domain keeps its rows in (PROTOCOL.md §5, "The demo
-	// domain"): the lock Redis or another one. Nil means no demo domain routes.
-	Demo redis.UniversalClient
-	// DemoTimeout bounds each demo domain operation, all its Redis round trips
-	// together. Zero means 1s.
-	DemoTimeout time.Duration
+	// App is an application served beside the lock API: every request no route of the
+	// Server matches goes to it, behind the same panic recovery, metrics, security
+	// headers and body cap (cmd/lockhub mounts the demo domain, web/demo, here). Nil
+	// means such requests answer 404 not_found.
+	App http.Handler
 	// TakeoverRole is the role a token needs to take a lock over. Zero means
 	// "Locks.TakeOver".
 	TakeoverRole string
@@ -75,15 +73,13 @@ type Config struct {
 	// Gatherer is what /metrics serves. Nil means Registerer, when it is a
 	// prometheus.Gatherer (a *prometheus.Registry is both).
 	Gatherer prometheus.Gatherer
-	// Static holds the browser files: index.html at its root, served at /, and the
-	// rest served under /static/. Nil means the files embedded in this package.
+	// Static holds the browser client's files, served under /static/. Nil means the
+	// files embedded in this package.
 	Static fs.FS
 }
 
 // DefaultTakeoverRole is the role that may take a lock over when none is configured.
 const DefaultTakeoverRole = "Locks.TakeOver"
-
-const defaultDemoTimeout = time.Second
 
 // Server is the HTTP side of lockhub, an http.Handler serving every route of
 // PROTOCOL.md §5 and §7. It is safe for concurrent use.
@@ -93,8 +89,7 @@ type Server struct {
 	dev          TokenIssuer
 	takeoverRole string
 	log          *slog.Logger
-	demo         *approvalStore // nil without Config.Demo
-	guard        func(http.Handler) http.Handler
+	app          http.Handler // nil without Config.App
 	static       fs.FS
 	met          *httpMetrics
 	mux          *chi.Mux
@@ -110,16 +105,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Verifier == nil {
 		return nil, errors.New("web: Config.Verifier is required")
 	}
-	if cfg.DemoTimeout < 0 {
-		return nil, errors.New("web: Config.DemoTimeout must not be negative")
-	}
 	s := &Server{
 		store:        cfg.Store,
 		verifier:     cfg.Verifier,
 		dev:          cfg.DevTokens,
-		takeoverRole: cmp(cfg.TakeoverRole, DefaultTakeoverRole),
+		takeoverRole: cmp.Or(cfg.TakeoverRole, DefaultTakeoverRole),
 		log:          cfg.Logger,
 		static:       cfg.Static,
+		app:          cfg.App,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -147,29 +140,8 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	if cfg.Demo != nil {
-		s.demo, err = newApprovalStore(cfg.Demo, cmp(cfg.DemoTimeout, defaultDemoTimeout), s.log, reg)
-		if err != nil {
-			return nil, err
-		}
-	}
-	s.guard = Guard(GuardConfig{
-		Store:      cfg.Store,
-		Identify:   identifyFromContext,
-		Entity:     entityFromPath,
-		Logger:     s.log,
-		Registerer: reg,
-	})
 	s.routes(cfg.Hub, promhttp.HandlerFor(gat, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)}))
 	return s, nil
-}
-
-func cmp[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // ServeHTTP serves every route.
@@ -180,10 +152,14 @@ func (s *Server) routes(ws http.Handler, metrics http.Handler) {
 	s.mux = m
 	// HEAD is answered wherever GET is (RFC 9110 §9.3.2).
 	m.Use(middleware.GetHead)
-	m.NotFound(func(w http.ResponseWriter, r *http.Request) {
+	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, Errorf(protocol.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})
-	m.MethodNotAllowed(s.methodNotAllowed)
+	if s.app != nil {
+		notFound = s.recoverer(s.instrument(securityHeaders(s.limitBody(s.app)))).ServeHTTP
+	}
+	m.NotFound(notFound)
+	m.MethodNotAllowed(MethodNotAllowed(m))
 	if ws != nil {
 		// The hub owns its sockets from the handshake on: no middleware wraps it, so
 		// nothing stands between it and the hijacked connection.
@@ -194,13 +170,12 @@ func (s *Server) routes(ws http.Handler, metrics http.Handler) {
 		r.Get("/healthz", s.healthz)
 		r.Get("/readyz", s.readyz)
 		r.Method(http.MethodGet, "/metrics", metrics)
-		r.Get("/", s.index)
-		r.Get("/static/*", s.staticFile)
+		r.Handle("/static/*", http.StripPrefix("/static/", FileServer(s.static)))
 		if s.dev != nil {
 			r.Post("/dev/token", s.devToken)
 		}
 		r.Group(func(r chi.Router) {
-			r.Use(noStore, s.authenticate)
+			r.Use(noStore, Authenticate(s.verifier, s.log))
 			r.Get("/api/locks/{type}", s.list)
 			r.Get("/api/locks/{type}/{uid}", s.get)
 			r.Post("/api/locks/{type}/{uid}", s.claim)
@@ -208,40 +183,28 @@ func (s *Server) routes(ws http.Handler, metrics http.Handler) {
 			r.Delete("/api/locks/{type}/{uid}", s.release)
 			r.Post("/api/locks/{type}/{uid}/takeover", s.takeover)
 			r.Get("/api/me/locks", s.mine)
-			if s.demo != nil {
-				r.Get("/api/approval-requests", s.listRequests)
-				r.Get("/api/approval-requests/{uid}", s.getRequest)
-				r.With(s.guard).Put("/api/entities/{type}/{uid}", s.updateEntity)
-				r.With(s.guard).Delete("/api/entities/{type}/{uid}", s.deleteEntity)
-				r.With(s.guard).Post("/api/approval-requests/{uid}/approve", s.decide(StatusApproved))
-				r.With(s.guard).Post("/api/approval-requests/{uid}/reject", s.decide(StatusRejected))
-			}
 		})
 	})
 }
 
 // fail answers err through errorFor.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	writeError(w, r, s.log, err)
+	WriteError(w, r, s.log, err)
 }
 
-// methodNotAllowed answers 405 with the Allow header (RFC 9110 §15.5.6) that chi's own
-// handler sets but a custom one has to work out.
-func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	path := r.URL.RawPath
-	if path == "" {
-		path = r.URL.Path
-	}
-	var allowed []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
-		if s.mux.Match(chi.NewRouteContext(), m, path) {
-			allowed = append(allowed, m)
+// MethodNotAllowed returns chi's MethodNotAllowed handler for the router routes: 405
+// method_not_allowed in the body shape of every error, with the Allow header (RFC 9110
+// §15.5.6) that chi's own handler sets but a custom one has to work out.
+func MethodNotAllowed(routes chi.Routes) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		path := cmp.Or(r.URL.RawPath, r.URL.Path)
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+			if routes.Match(chi.NewRouteContext(), m, path) {
+				w.Header().Add("Allow", m)
+			}
 		}
+		WriteError(w, r, nil, Errorf(protocol.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
 	}
-	for _, m := range allowed {
-		w.Header().Add("Allow", m)
-	}
-	s.fail(w, r, Errorf(protocol.CodeMethodNotAllowed, "%s is not allowed on %s", r.Method, r.URL.Path))
 }
 
 // recoverer answers a panic with 500 and logs it with its stack, so one bad request
@@ -280,10 +243,10 @@ func noStore(next http.Handler) http.Handler {
 	})
 }
 
-// param returns a path parameter, unescaped: chi matches on the escaped path when the
-// request has one, so "a%7Db" arrives as is. A parameter that does not unescape is
-// returned raw; it then fails the name rules of PROTOCOL.md §1.
-func param(r *http.Request, name string) string {
+// PathParam returns a chi path parameter, unescaped: chi matches on the escaped path
+// when the request has one, so "a%7Db" arrives as is. A parameter that does not
+// unescape is returned raw; it then fails the name rules of PROTOCOL.md §1.
+func PathParam(r *http.Request, name string) string {
 	v := chi.URLParam(r, name)
 	if u, err := url.PathUnescape(v); err == nil {
 		return u
@@ -293,24 +256,15 @@ func param(r *http.Request, name string) string {
 
 // ref returns the entity a lock route names, in the caller's tenant.
 func ref(r *http.Request, id auth.Identity) locks.Ref {
-	return locks.Ref{Tenant: id.Tenant, Type: param(r, "type"), UID: param(r, "uid")}
+	return locks.Ref{Tenant: id.Tenant, Type: PathParam(r, "type"), UID: PathParam(r, "uid")}
 }
 
-// identifyFromContext is the Server's GuardConfig.Identify: authenticate has run.
-func identifyFromContext(r *http.Request) (tenant, oid string, err error) {
+// IdentifyFromContext is a GuardConfig.Identify for routes behind Authenticate: the
+// caller's tenant and oid from the identity it put in the request's context.
+func IdentifyFromContext(r *http.Request) (tenant, oid string, err error) {
 	id, ok := IdentityFrom(r.Context())
 	if !ok {
 		return "", "", auth.ErrUnauthorized
 	}
 	return id.Tenant, id.OID, nil
-}
-
-// entityFromPath is the Server's GuardConfig.Entity: /api/entities/{type}/{uid} and
-// /api/approval-requests/{uid}/....
-func entityFromPath(r *http.Request) (entityType, uid string, ok bool) {
-	entityType = param(r, "type")
-	if entityType == "" {
-		entityType = ApprovalRequestType
-	}
-	return entityType, param(r, "uid"), true
 }

@@ -4,13 +4,14 @@ import (
 	"embed"
 	"github.com/lockhub/lockhub/protocol"
 	"io"
+	"io/fs"
 	"net/http"
 	"path"
 	"strings"
 )
 
-// embedded holds the browser client (lockhub.js) and the demo page, written in
-// static/ and served at / and /static/.
+// embedded holds the browser client (lockhub.js and its modules), written in static/
+// and served at /static/.
 //
 //go:embed static
 var embedded embed.FS
@@ -32,32 +33,33 @@ var contentTypes = map[string]string{
 	".txt":   "text/plain; charset=utf-8",
 }
 
-// index: GET / serves index.html, the demo page.
-func (s *Server) index(w http.ResponseWriter, r *http.Request) {
-	s.serveStatic(w, r, "index.html")
+// FileServer serves the files of fsys, named by the request path (strip any prefix
+// first), with the content types the browser relies on and no-cache, so a new build
+// is picked up at once. A directory, a missing file or an empty name answers 404
+// not_found in the body shape of every error.
+func FileServer(fsys fs.FS) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
+		if name == "" || name == "." {
+			WriteError(w, r, nil, Errorf(protocol.CodeNotFound, "no file %s", r.URL.Path))
+			return
+		}
+		ServeFile(w, r, fsys, name)
+	})
 }
 
-// staticFile: GET /static/* serves the other files.
-func (s *Server) staticFile(w http.ResponseWriter, r *http.Request) {
-	name := strings.TrimPrefix(path.Clean("/"+strings.TrimPrefix(r.URL.Path, "/static/")), "/")
-	if name == "" || name == "." {
-		s.fail(w, r, Errorf(protocol.CodeNotFound, "no file %s", r.URL.Path))
-		return
-	}
-	s.serveStatic(w, r, name)
-}
-
-func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request, name string) {
-	f, err := s.static.Open(name)
+// ServeFile answers the file name of fsys, as FileServer does.
+func ServeFile(w http.ResponseWriter, r *http.Request, fsys fs.FS, name string) {
+	f, err := fsys.Open(name)
 	if err != nil {
-		s.fail(w, r, Errorf(protocol.CodeNotFound, "no file %s", r.URL.Path))
+		WriteError(w, r, nil, Errorf(protocol.CodeNotFound, "no file %s", r.URL.Path))
 		return
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	rs, seekable := f.(io.ReadSeeker)
 	if err != nil || st.IsDir() || !seekable {
-		s.fail(w, r, Errorf(protocol.CodeNotFound, "no file %s", r.URL.Path))
+		WriteError(w, r, nil, Errorf(protocol.CodeNotFound, "no file %s", r.URL.Path))
 		return
 	}
 	if ct, ok := contentTypes[strings.ToLower(path.Ext(name))]; ok {

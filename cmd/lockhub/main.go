@@ -25,6 +25,7 @@ import (
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/web"
+	"github.com/lockhub/lockhub/web/demo"
 )
 
 func main() {
@@ -199,8 +200,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	app, err := demo.New(demo.Config{Rows: demoRDB, Locks: store, Verifier: verifier, Logger: log, Registerer: reg})
+	if err != nil {
+		return err
+	}
 	wcfg := web.Config{
-		Store: store, Verifier: verifier, Hub: h, Demo: demoRDB,
+		Store: store, Verifier: verifier, Hub: h, App: app,
 		TakeoverRole: cfg.TakeoverRole, Logger: log, Registerer: reg, Gatherer: reg,
 	}
 	if dev != nil {
