@@ -27,13 +27,29 @@ const (
 	ReasonMoved       Reason = "moved"       // a redirect the client could not follow
 	ReasonCommand     Reason = "command"     // any other error Redis answered
 	ReasonCorrupt     Reason = "corrupt"     // a reply the store cannot read
+	ReasonContention  Reason = "contention"  // the lock changed under every retry: racing writers
 )
 
-// classify maps a Redis client error to its Reason. It branches on the error values
-// and helpers go-redis exports, never on message text of our own making.
+// corruptError is a reply the store cannot read: a script answering in an unexpected
+// shape, or a stored value that is not a lock.
+type corruptError struct{ msg string }
+
+func (e *corruptError) Error() string { return "locks: " + e.msg }
+
+// errContention is an operation whose every compare-and-set attempt lost to another
+// writer of the same lock. Redis answered and nothing is corrupt: the lock changed
+// hands faster than the retries.
+var errContention = errors.New("locks: contention")
+
+// classify maps the error of a store operation to its Reason: the store's own errors
+// first, then the error values and helpers go-redis exports, never message text.
 func classify(err error) Reason {
 	var netErr net.Error
 	switch {
+	case errors.As(err, new(*corruptError)):
+		return ReasonCorrupt
+	case errors.Is(err, errContention):
+		return ReasonContention
 	case errors.Is(err, context.Canceled):
 		return ReasonCanceled
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():

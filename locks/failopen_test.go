@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/prometheus/common/expfmt"
@@ -216,10 +217,63 @@ func TestClassify(t *testing.T) {
 		{proto("MOVED 3999 127.0.0.1:6381"), ReasonMoved},
 		{proto("WRONGTYPE Operation against a key holding the wrong kind of value"), ReasonCommand},
 		{errors.New("something else"), ReasonCommand},
+		{&corruptError{"stored value is not a lock"}, ReasonCorrupt},
+		{fmt.Errorf("%w: claim did not settle after 3 attempts", errContention), ReasonContention},
 	} {
 		if got := classify(tc.err); got != tc.want {
 			t.Errorf("classify(%v) = %s, want %s", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestFailOpenContention: a claim or takeover whose lock changes hands under every
+// retry fails open counted as contention, not as corrupt: Redis answered every script.
+// The clock plays the other writers, since the store reads it before each script: it
+// puts Ada's lock back before each claim or takeover (which then answers "mine") and
+// drops it before each renewal (which then answers "lost"), so nothing ever settles.
+func TestFailOpenContention(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	ctx := ctxT(t)
+	for _, tc := range []struct {
+		op opName
+		do func(*Store, Ref) (Result, error)
+	}{
+		{opClaim, func(s *Store, ref Ref) (Result, error) { return s.Claim(ctx, ref, ada, "") }},
+		{opTakeover, func(s *Store, ref Ref) (Result, error) { return s.Takeover(ctx, ref, ada, "", true) }},
+	} {
+		t.Run(string(tc.op), func(t *testing.T) {
+			ref := Ref{"acme", "ApprovalRequest", "contended-" + string(tc.op)}
+			at := time.Now()
+			held := encodeLock(protocol.Lock{EntityType: ref.Type, EntityUID: ref.UID, HolderOID: ada.OID, HolderName: ada.Name,
+				AcquiredAt: protocol.NewTime(at), ExpiresAt: protocol.NewTime(at.Add(time.Minute))})
+			calls := 0
+			s, logs := newStore(t, c, Config{Now: func() time.Time {
+				calls++
+				if calls%2 == 1 {
+					c.Set(ctx, LockKey(ref), held, time.Minute) // another tab of Ada's claims it
+				} else {
+					c.Del(ctx, LockKey(ref)) // and lets go of it
+				}
+				return at
+			}})
+			expect(t, protocol.OutcomeUnknown)(tc.do(s, ref))
+			if calls != 2*casAttempts {
+				t.Fatalf("the clock was read %d times, want %d: the race did not happen as staged", calls, 2*casAttempts)
+			}
+			for reason, want := range map[Reason]float64{ReasonContention: 1, ReasonCorrupt: 0} {
+				if got := testutil.ToFloat64(s.met.failOpen.WithLabelValues(string(tc.op), string(reason))); got != want {
+					t.Errorf("fail-open %s{%s} = %v, want %v", tc.op, reason, got, want)
+				}
+			}
+			if got := testutil.ToFloat64(s.met.ops.WithLabelValues(string(tc.op), string(protocol.OutcomeUnknown))); got != 1 {
+				t.Errorf("%s counted %v times as unknown, want 1", tc.op, got)
+			}
+			if !strings.Contains(logs.String(), "reason=contention") {
+				t.Errorf("no warning with reason=contention:\n%s", logs.String())
+			}
+		})
 	}
 }
 

@@ -175,7 +175,7 @@ func (s *Store) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, su
 
 func (s *Store) feedLost(ctx context.Context, err error) {
 	reason := classify(err)
-	s.met.failOpen.WithLabelValues("subscribe", string(reason)).Inc()
+	s.met.failOpen.WithLabelValues(string(opSubscribe), string(reason)).Inc()
 	s.log.LogAttrs(ctx, slog.LevelWarn, "lock change feed lost; watchers will be resynced when it is back",
 		slog.String("reason", string(reason)), slog.String("error", err.Error()))
 }

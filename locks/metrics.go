@@ -1,11 +1,15 @@
 package locks
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lockhub/lockhub/protocol"
+)
 
 // metrics are the store's Prometheus collectors. They are registered on the
 // Registerer of Config, if any; with none they count into the void.
 type metrics struct {
-	ops       *prometheus.CounterVec   // op, outcome
+	ops       *prometheus.CounterVec   // op, outcome (an outcomeLabel)
 	failOpen  *prometheus.CounterVec   // op, reason
 	duration  *prometheus.HistogramVec // op
 	published *prometheus.CounterVec   // op (event op)
@@ -41,3 +45,33 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	return m, nil
 }
+
+// opName is the op label of the store's metrics and of its fail-open warnings.
+type opName string
+
+const (
+	opClaim     opName = "claim"
+	opRenew     opName = "renew"
+	opRelease   opName = "release"
+	opDetach    opName = "detach"
+	opTakeover  opName = "takeover"
+	opGet       opName = "get"
+	opList      opName = "list"
+	opMine      opName = "mine"
+	opSweep     opName = "sweep"
+	opSubscribe opName = "subscribe" // the change feed (fail-open only)
+)
+
+// outcomeLabel is the outcome label of lockhub_store_operations_total. A lock operation
+// is counted by its protocol.Outcome; a read, which has no outcome, by what it found.
+type outcomeLabel string
+
+const (
+	labelFree   outcomeLabel = "free"   // get: no live lock
+	labelHeld   outcomeLabel = "held"   // get: a live lock
+	labelListed outcomeLabel = "listed" // list, mine: the live locks read
+	labelSwept  outcomeLabel = "swept"  // sweep: the index pruned
+
+	// labelUnknown counts any operation that failed open, a read as well as a write.
+	labelUnknown = outcomeLabel(protocol.OutcomeUnknown)
+)

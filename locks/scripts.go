@@ -1,12 +1,15 @@
 package locks
 
 import (
+	"context"
 	_ "embed" // the Lua scripts live in scripts/*.lua
+	"fmt"
+
 	"github.com/redis/go-redis/v9"
 )
 
-// The store's scripts. Each file's header documents its KEYS and ARGV; prelude.lua,
-// prepended to each, holds what they share (publishing the change event).
+// The store's scripts. Each file's header documents its KEYS, ARGV and reply;
+// prelude.lua, prepended to each, holds what they share (publishing the change event).
 // redis.Script.Run sends EVALSHA and falls back to EVAL when the server lacks the
 // script (a restarted Redis, a new cluster node).
 var (
@@ -28,16 +31,95 @@ var (
 
 // scripts holds the parsed scripts; one per Store, so no package state is shared.
 type scripts struct {
-	claim, renew, release, takeover, sweep, detach *redis.Script
+	claim    script[claimReply]
+	renew    script[renewReply]
+	release  script[releaseReply]
+	takeover script[takeoverReply]
+	detach   script[detachReply]
+	sweep    *redis.Script // answers {expired, values}: see sweep.lua
 }
 
 func newScripts() scripts {
 	return scripts{
-		claim:    redis.NewScript(preludeSrc + claimSrc),
-		renew:    redis.NewScript(preludeSrc + renewSrc),
-		release:  redis.NewScript(preludeSrc + releaseSrc),
-		takeover: redis.NewScript(preludeSrc + takeoverSrc),
+		claim:    newScript[claimReply](claimSrc),
+		renew:    newScript[renewReply](renewSrc),
+		release:  newScript[releaseReply](releaseSrc),
+		takeover: newScript[takeoverReply](takeoverSrc),
+		detach:   newScript[detachReply](detachSrc),
 		sweep:    redis.NewScript(preludeSrc + sweepSrc),
-		detach:   redis.NewScript(preludeSrc + detachSrc),
 	}
+}
+
+// The statuses of the write scripts, one type per script, as each file's header
+// documents them: a status means only what its own script says.
+
+// claimReply is the status claim.lua answers.
+type claimReply string
+
+const (
+	claimAcquired claimReply = "acquired" // it was free; value is the new lock
+	claimMine     claimReply = "mine"     // the caller holds it already; value is the stored lock
+	claimLocked   claimReply = "locked"   // someone else holds it; value is their lock
+)
+
+// renewReply is the status renew.lua answers.
+type renewReply string
+
+const (
+	renewRenewed renewReply = "renewed" // value is the new lock
+	renewLost    renewReply = "lost"    // gone (value nil) or someone else's (value is theirs)
+	renewRaced   renewReply = "raced"   // the caller's, changed since read; value is the stored lock
+)
+
+// releaseReply is the status release.lua answers.
+type releaseReply string
+
+const (
+	releaseReleased releaseReply = "released" // dropped; value is the lock that was held
+	releaseKept     releaseReply = "kept"     // the socket let go, another of the holder's keeps it
+	releaseNotHeld  releaseReply = "notHeld"  // gone (value nil) or someone else's (value is theirs)
+)
+
+// takeoverReply is the status takeover.lua answers.
+type takeoverReply string
+
+const (
+	takeoverTakenOver takeoverReply = "takenOver" // value is the previous holder's lock
+	takeoverAcquired  takeoverReply = "acquired"  // it was free; value nil
+	takeoverMine      takeoverReply = "mine"      // the caller holds it already; value is the stored lock
+)
+
+// detachReply is the status detach.lua answers.
+type detachReply string
+
+const (
+	detachReleased detachReply = "released" // the last socket went; value is the lock that was held
+	detachKept     detachReply = "kept"     // the socket is forgotten, the lock left as it is
+	detachNotHeld  detachReply = "notHeld"  // the last socket went, but the lock is gone or someone else's
+)
+
+// script is a write script answering {status R, value}: R names its statuses, and value
+// is a stored lock or nil (read as "").
+type script[R ~string] struct{ *redis.Script }
+
+func newScript[R ~string](src string) script[R] {
+	return script[R]{redis.NewScript(preludeSrc + src)}
+}
+
+// run runs the script on the four keys of k, with pub (the event it publishes, see
+// prelude.lua) before args.
+func (sc script[R]) run(ctx context.Context, rdb redis.Scripter, k keys, pub []any, args ...any) (status R, value string, err error) {
+	reply, err := sc.Run(ctx, rdb, []string{k.lock, k.index, k.values, k.conns}, append(pub, args...)...).Slice()
+	if err != nil {
+		return "", "", err
+	}
+	if len(reply) != 2 {
+		return "", "", &corruptError{fmt.Sprintf("script answered %d values, want 2", len(reply))}
+	}
+	st, ok := reply[0].(string)
+	if !ok {
+		return "", "", &corruptError{fmt.Sprintf("script answered a status of type %T, want a string", reply[0])}
+	}
+	value, _ = reply[1].(string) // nil when there is no lock
+	return R(st), value, nil
 }

@@ -1,6 +1,7 @@
 package locks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,9 +62,10 @@ const (
 //
 // Every write is one Lua script touching the lock key, its type's index and the values
 // hash, all in the tenant's slot. Every Redis failure fails open: writes answer
-// OutcomeUnknown, reads answer no locks, and a warning is logged and counted. The only
-// errors returned are for requests that could never succeed: *InvalidEntityError and
-// *NotLockableError.
+// OutcomeUnknown, reads answer no locks, and a warning is logged and counted by Reason.
+// So does a claim or takeover whose lock changes hands under each of its retries
+// (ReasonContention). The only errors returned are for requests that could never
+// succeed: *InvalidEntityError and *NotLockableError.
 type Store struct {
 	rdb      redis.UniversalClient
 	cluster  *redis.ClusterClient // non-nil on a cluster: sharded pub/sub, slot map reloads
@@ -89,9 +91,9 @@ func NewStore(cfg Config) (*Store, error) {
 	s := &Store{
 		rdb:      cfg.Client,
 		reg:      cfg.Registry,
-		lease:    cmp(cfg.Lease, defaultLease),
-		timeout:  cmp(cfg.Timeout, defaultTimeout),
-		channels: cmp(cfg.Channels, defaultChannels),
+		lease:    cmp.Or(cfg.Lease, defaultLease),
+		timeout:  cmp.Or(cfg.Timeout, defaultTimeout),
+		channels: cmp.Or(cfg.Channels, defaultChannels),
 		log:      cfg.Logger,
 		now:      cfg.Now,
 		sc:       newScripts(),
@@ -116,14 +118,6 @@ func NewStore(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("locks: metrics: %w", err)
 	}
 	return s, nil
-}
-
-func cmp[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
 }
 
 // Lease returns the lease a claim or renewal grants.
@@ -153,31 +147,53 @@ func (s *Store) check(ref Ref, h *protocol.Holder) error {
 	return s.reg.Check(ref.Type)
 }
 
-// op runs one store operation under the store's timeout, timing and counting it.
-func (s *Store) op(ctx context.Context, name string, f func(ctx context.Context) (protocol.Outcome, error)) protocol.Outcome {
+// runOp runs one store operation under the store's timeout, timing it and counting it
+// under the label its answer gets. When f fails, runOp fails open (logs and counts why)
+// and reports false with the zero T; the caller answers what failing open means for it.
+func runOp[T any](ctx context.Context, s *Store, op opName, f func(context.Context) (T, error), label func(T) outcomeLabel) (T, bool) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	start := time.Now()
-	out, err := f(ctx)
-	s.met.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	v, err := f(ctx)
+	s.met.duration.WithLabelValues(string(op)).Observe(time.Since(start).Seconds())
 	if err != nil {
-		s.failOpen(ctx, name, err)
-		out = protocol.OutcomeUnknown
+		s.failOpen(ctx, op, err)
+		s.met.ops.WithLabelValues(string(op), string(labelUnknown)).Inc()
+		var zero T
+		return zero, false
 	}
-	s.met.ops.WithLabelValues(name, string(out)).Inc()
-	return out
+	s.met.ops.WithLabelValues(string(op), string(label(v))).Inc()
+	return v, true
 }
 
-// failOpen is the one place a Redis failure turns into "go on without locks".
-func (s *Store) failOpen(ctx context.Context, op string, err error) {
-	reason := classify(err)
-	var ce *corruptError
-	if errors.As(err, &ce) {
-		reason = ReasonCorrupt
+// write runs a lock operation: counted by its outcome, OutcomeUnknown when it fails open.
+func (s *Store) write(ctx context.Context, op opName, f func(context.Context) (Result, error)) Result {
+	res, ok := runOp(ctx, s, op, f, outcomeOf)
+	if !ok {
+		return Result{Outcome: protocol.OutcomeUnknown}
 	}
-	s.met.failOpen.WithLabelValues(op, string(reason)).Inc()
+	return res
+}
+
+func outcomeOf(r Result) outcomeLabel { return outcomeLabel(r.Outcome) }
+
+// foundLabel labels a get by whether it found a live lock.
+func foundLabel(l *protocol.Lock) outcomeLabel {
+	if l == nil {
+		return labelFree
+	}
+	return labelHeld
+}
+
+func listedLabel([]protocol.Lock) outcomeLabel { return labelListed }
+func sweptLabel([]protocol.Lock) outcomeLabel  { return labelSwept }
+
+// failOpen is the one place a failed operation turns into "go on without locks".
+func (s *Store) failOpen(ctx context.Context, op opName, err error) {
+	reason := classify(err)
+	s.met.failOpen.WithLabelValues(string(op), string(reason)).Inc()
 	s.log.LogAttrs(ctx, slog.LevelWarn, "lock store unavailable; failing open",
-		slog.String("op", op), slog.String("reason", string(reason)), slog.String("error", err.Error()))
+		slog.String("op", string(op)), slog.String("reason", string(reason)), slog.String("error", err.Error()))
 	if s.cluster != nil && staleTopology(reason) {
 		// Reload the slot map now instead of at the next periodic reload, so claims
 		// succeed again soon after a failover. ReloadState only marks it stale.
@@ -185,57 +201,50 @@ func (s *Store) failOpen(ctx context.Context, op string, err error) {
 	}
 }
 
-// corruptError is a reply the store cannot read: a script answering in an unexpected
-// shape, or a stored value that is not a lock.
-type corruptError struct{ msg string }
-
-func (e *corruptError) Error() string { return "locks: " + e.msg }
-
 // Claim takes the lock on ref for h. It answers acquired, renewed (h already held it:
 // the lease is extended, acquiredAtUtc kept), locked (someone else holds it; Lock says
-// who) or unknown (fail open).
+// who) or unknown (fail open, also when the lock changed hands under every retry:
+// ReasonContention).
 //
 // conn names the socket that claims, or is "" (HTTP): see Detach.
 func (s *Store) Claim(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
 	if err := s.check(ref, &h); err != nil {
 		return Result{}, err
 	}
-	var res Result
-	res.Outcome = s.op(ctx, "claim", func(ctx context.Context) (protocol.Outcome, error) {
-		k := s.keys(ref)
-		for range casAttempts {
-			now := s.now()
-			l := s.newLock(ref, h, now, now)
-			val := encodeLock(l)
-			st, stored, err := s.run(ctx, s.sc.claim, k, ref.Tenant, now, h.OID, val, s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
-			if err != nil {
-				return "", err
-			}
-			switch st {
-			case 1:
-				s.published(protocol.OpAcquired, 1)
-				res.Lock = &l
-				return protocol.OutcomeAcquired, nil
-			case 0:
-				cur, err := decodeLock(stored)
-				if err != nil {
-					return "", err
-				}
-				res.Lock = &cur
-				return protocol.OutcomeLocked, nil
-			case 2: // the caller's already (another tab): renew it, keeping acquiredAtUtc
-				if out, lock, err := s.extend(ctx, ref, k, h, conn, stored); err != nil || out == protocol.OutcomeRenewed {
-					res.Lock = lock
-					return out, err
-				}
-				// Lost between the two scripts (it ran out or was taken over): claim afresh.
-			default:
-				return "", &corruptError{fmt.Sprintf("claim script answered status %d", st)}
-			}
+	return s.write(ctx, opClaim, func(ctx context.Context) (Result, error) { return s.claim(ctx, ref, h, conn) }), nil
+}
+
+func (s *Store) claim(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
+	k := s.keys(ref)
+	for range casAttempts {
+		now := s.now()
+		l := s.newLock(ref, h, now, now)
+		st, stored, err := s.sc.claim.run(ctx, s.rdb, k, s.pubArgs(ref.Tenant, now),
+			h.OID, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
+		if err != nil {
+			return Result{}, err
 		}
-		return "", &corruptError{"claim did not settle after retries"}
-	})
-	return res, nil
+		switch st {
+		case claimAcquired:
+			s.published(protocol.OpAcquired, 1)
+			return Result{Outcome: protocol.OutcomeAcquired, Lock: &l}, nil
+		case claimLocked:
+			cur, err := decodeLock(stored)
+			if err != nil {
+				return Result{}, err
+			}
+			return Result{Outcome: protocol.OutcomeLocked, Lock: &cur}, nil
+		case claimMine: // another tab of h's: renew it, keeping acquiredAtUtc
+			res, err := s.extend(ctx, ref, k, h, conn, stored)
+			if err != nil || res.Outcome == protocol.OutcomeRenewed {
+				return res, err
+			}
+			// Lost between the two scripts (it ran out or was taken over): claim afresh.
+		default:
+			return Result{}, &corruptError{fmt.Sprintf("claim script answered status %q", st)}
+		}
+	}
+	return Result{}, fmt.Errorf("%w: claim did not settle after %d attempts", errContention, casAttempts)
 }
 
 // Renew extends h's lease on ref. It answers renewed, lost (the lock is gone, Lock nil,
@@ -244,70 +253,68 @@ func (s *Store) Renew(ctx context.Context, ref Ref, h protocol.Holder, conn stri
 	if err := s.check(ref, &h); err != nil {
 		return Result{}, err
 	}
-	var res Result
-	res.Outcome = s.op(ctx, "renew", func(ctx context.Context) (protocol.Outcome, error) {
-		k := s.keys(ref)
-		stored, err := s.rdb.Get(ctx, k.lock).Result()
-		if errors.Is(err, redis.Nil) {
-			return protocol.OutcomeLost, nil
-		}
-		if err != nil {
-			return "", err
-		}
-		cur, err := decodeLock(stored)
-		if err != nil {
-			return "", err
-		}
-		if cur.HolderOID != h.OID {
-			res.Lock = &cur
-			return protocol.OutcomeLost, nil
-		}
-		out, lock, err := s.extend(ctx, ref, k, h, conn, stored)
-		res.Lock = lock
-		return out, err
-	})
-	return res, nil
+	return s.write(ctx, opRenew, func(ctx context.Context) (Result, error) { return s.renew(ctx, ref, h, conn) }), nil
+}
+
+func (s *Store) renew(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
+	k := s.keys(ref)
+	stored, err := s.rdb.Get(ctx, k.lock).Result()
+	if errors.Is(err, redis.Nil) {
+		return Result{Outcome: protocol.OutcomeLost}, nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	cur, err := decodeLock(stored)
+	if err != nil {
+		return Result{}, err
+	}
+	if cur.HolderOID != h.OID {
+		return Result{Outcome: protocol.OutcomeLost, Lock: &cur}, nil
+	}
+	return s.extend(ctx, ref, k, h, conn, stored)
 }
 
 // extend renews h's lock by compare-and-set on the stored bytes, keeping acquiredAtUtc
 // (the script publishes Renewed). It answers renewed or lost.
-func (s *Store) extend(ctx context.Context, ref Ref, k keys, h protocol.Holder, conn, stored string) (protocol.Outcome, *protocol.Lock, error) {
+func (s *Store) extend(ctx context.Context, ref Ref, k keys, h protocol.Holder, conn, stored string) (Result, error) {
 	cur, err := decodeLock(stored)
 	if err != nil {
-		return "", nil, err
+		return Result{}, err
 	}
 	for range casAttempts {
 		now := s.now()
 		l := s.newLock(ref, h, cur.AcquiredAt.Time, now)
-		st, got, err := s.run(ctx, s.sc.renew, k, ref.Tenant, now, h.OID, stored, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
+		st, got, err := s.sc.renew.run(ctx, s.rdb, k, s.pubArgs(ref.Tenant, now),
+			h.OID, stored, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
 		if err != nil {
-			return "", nil, err
+			return Result{}, err
 		}
 		switch st {
-		case 1:
+		case renewRenewed:
 			s.published(protocol.OpRenewed, 1)
-			return protocol.OutcomeRenewed, &l, nil
-		case 0:
+			return Result{Outcome: protocol.OutcomeRenewed, Lock: &l}, nil
+		case renewLost:
 			if got == "" {
-				return protocol.OutcomeLost, nil, nil
+				return Result{Outcome: protocol.OutcomeLost}, nil
 			}
 			other, err := decodeLock(got)
 			if err != nil {
-				return "", nil, err
+				return Result{}, err
 			}
-			return protocol.OutcomeLost, &other, nil
-		case 2:
+			return Result{Outcome: protocol.OutcomeLost, Lock: &other}, nil
+		case renewRaced:
 			// Another socket of the same holder renewed in between: try again on its value.
 			stored = got
 			if cur, err = decodeLock(got); err != nil {
-				return "", nil, err
+				return Result{}, err
 			}
 		default:
-			return "", nil, &corruptError{fmt.Sprintf("renew script answered status %d", st)}
+			return Result{}, &corruptError{fmt.Sprintf("renew script answered status %q", st)}
 		}
 	}
 	// Still the caller's, renewed moments ago by another of its sockets: that is renewed.
-	return protocol.OutcomeRenewed, &cur, nil
+	return Result{Outcome: protocol.OutcomeRenewed, Lock: &cur}, nil
 }
 
 // Release drops h's lock on ref. It answers released (Lock is the lock that was held),
@@ -319,31 +326,33 @@ func (s *Store) Release(ctx context.Context, ref Ref, h protocol.Holder, conn st
 	if err := s.check(ref, &h); err != nil {
 		return Result{}, err
 	}
-	var res Result
-	res.Outcome = s.op(ctx, "release", func(ctx context.Context) (protocol.Outcome, error) {
-		st, stored, err := s.run(ctx, s.sc.release, s.keys(ref), ref.Tenant, s.now(), h.OID, indexMargin.Milliseconds(), conn)
+	return s.write(ctx, opRelease, func(ctx context.Context) (Result, error) { return s.release(ctx, ref, h, conn) }), nil
+}
+
+func (s *Store) release(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
+	st, stored, err := s.sc.release.run(ctx, s.rdb, s.keys(ref), s.pubArgs(ref.Tenant, s.now()),
+		h.OID, indexMargin.Milliseconds(), conn)
+	if err != nil {
+		return Result{}, err
+	}
+	var lock *protocol.Lock
+	if stored != "" {
+		l, err := decodeLock(stored)
 		if err != nil {
-			return "", err
+			return Result{}, err
 		}
-		if stored != "" {
-			l, err := decodeLock(stored)
-			if err != nil {
-				return "", err
-			}
-			res.Lock = &l
-		}
-		switch st {
-		case 1:
-			s.published(protocol.OpReleased, 1)
-			return protocol.OutcomeReleased, nil
-		case 2: // released for conn; another socket of h keeps it
-			return protocol.OutcomeReleased, nil
-		case 0:
-			return protocol.OutcomeNotHeld, nil
-		}
-		return "", &corruptError{fmt.Sprintf("release script answered status %d", st)}
-	})
-	return res, nil
+		lock = &l
+	}
+	switch st {
+	case releaseReleased:
+		s.published(protocol.OpReleased, 1)
+		return Result{Outcome: protocol.OutcomeReleased, Lock: lock}, nil
+	case releaseKept: // released for conn; another socket of h keeps it
+		return Result{Outcome: protocol.OutcomeReleased, Lock: lock}, nil
+	case releaseNotHeld:
+		return Result{Outcome: protocol.OutcomeNotHeld, Lock: lock}, nil
+	}
+	return Result{}, &corruptError{fmt.Sprintf("release script answered status %q", st)}
 }
 
 // Detach tells the store that socket conn of h is gone. Each socket that claims,
@@ -357,35 +366,39 @@ func (s *Store) Detach(ctx context.Context, ref Ref, h protocol.Holder, conn str
 	if err := s.check(ref, &h); err != nil {
 		return Result{}, err
 	}
+	return s.write(ctx, opDetach, func(ctx context.Context) (Result, error) { return s.detach(ctx, ref, h, conn, release) }), nil
+}
+
+func (s *Store) detach(ctx context.Context, ref Ref, h protocol.Holder, conn string, release bool) (Result, error) {
 	rel := "0"
 	if release {
 		rel = "1"
 	}
-	var res Result
-	res.Outcome = s.op(ctx, "detach", func(ctx context.Context) (protocol.Outcome, error) {
-		st, stored, err := s.run(ctx, s.sc.detach, s.keys(ref), ref.Tenant, s.now(), h.OID, conn, rel, indexMargin.Milliseconds())
-		if err != nil {
-			return "", err
-		}
-		if st != 1 {
-			return protocol.OutcomeNotHeld, nil
-		}
+	st, stored, err := s.sc.detach.run(ctx, s.rdb, s.keys(ref), s.pubArgs(ref.Tenant, s.now()),
+		h.OID, conn, rel, indexMargin.Milliseconds())
+	if err != nil {
+		return Result{}, err
+	}
+	switch st {
+	case detachReleased:
 		s.published(protocol.OpReleased, 1)
 		l, err := decodeLock(stored)
 		if err != nil {
-			return "", err
+			return Result{}, err
 		}
-		res.Lock = &l
-		return protocol.OutcomeReleased, nil
-	})
-	return res, nil
+		return Result{Outcome: protocol.OutcomeReleased, Lock: &l}, nil
+	case detachKept, detachNotHeld:
+		return Result{Outcome: protocol.OutcomeNotHeld}, nil
+	}
+	return Result{}, &corruptError{fmt.Sprintf("detach script answered status %q", st)}
 }
 
 // Takeover gives ref's lock to h whoever holds it. allowed says whether h has the
 // takeover role; without it the answer is forbidden with the current lock. It answers
 // takenOver (PreviousHolder says from whom; h itself when h held it already, the lease
 // then extended with acquiredAtUtc kept and broadcast as Renewed), acquired (it was
-// free), forbidden or unknown.
+// free), forbidden or unknown (fail open, also when the lock changed hands under every
+// retry: ReasonContention).
 func (s *Store) Takeover(ctx context.Context, ref Ref, h protocol.Holder, conn string, allowed bool) (Result, error) {
 	if err := s.check(ref, &h); err != nil {
 		return Result{}, err
@@ -397,55 +410,53 @@ func (s *Store) Takeover(ctx context.Context, ref Ref, h protocol.Holder, conn s
 		}
 		return Result{Outcome: protocol.OutcomeForbidden, Lock: l}, nil
 	}
-	var res Result
-	res.Outcome = s.op(ctx, "takeover", func(ctx context.Context) (protocol.Outcome, error) {
-		k := s.keys(ref)
-		for range casAttempts {
-			now := s.now()
-			l := s.newLock(ref, h, now, now)
-			st, stored, err := s.run(ctx, s.sc.takeover, k, ref.Tenant, now, h.OID, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
-			if err != nil {
-				return "", err
-			}
-			switch st {
-			case 1:
-				s.published(protocol.OpTakenOver, 1)
-				prev, err := decodeLock(stored)
-				if err != nil {
-					return "", err
-				}
-				ph := prev.Holder()
-				res.Lock, res.PreviousHolder = &l, &ph
-				return protocol.OutcomeTakenOver, nil
-			case 3:
-				s.published(protocol.OpAcquired, 1)
-				res.Lock = &l
-				return protocol.OutcomeAcquired, nil
-			case 2:
-				// The caller's already: takenOver from themselves (the outcomes of
-				// takeover are PROTOCOL.md §2's), the lease extended and acquiredAtUtc
-				// kept, broadcast as Renewed, which is what happened to the lock.
-				out, lock, err := s.extend(ctx, ref, k, h, conn, stored)
-				if err != nil {
-					return "", err
-				}
-				if out == protocol.OutcomeRenewed {
-					prev, err := decodeLock(stored) // extend read it already: it parses
-					if err != nil {
-						return "", err
-					}
-					ph := prev.Holder() // as stored, like the other takeovers
-					res.Lock, res.PreviousHolder = lock, &ph
-					return protocol.OutcomeTakenOver, nil
-				}
-				// It slipped away between the scripts: take it over afresh.
-			default:
-				return "", &corruptError{fmt.Sprintf("takeover script answered status %d", st)}
-			}
+	return s.write(ctx, opTakeover, func(ctx context.Context) (Result, error) { return s.takeover(ctx, ref, h, conn) }), nil
+}
+
+func (s *Store) takeover(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
+	k := s.keys(ref)
+	for range casAttempts {
+		now := s.now()
+		l := s.newLock(ref, h, now, now)
+		st, stored, err := s.sc.takeover.run(ctx, s.rdb, k, s.pubArgs(ref.Tenant, now),
+			h.OID, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
+		if err != nil {
+			return Result{}, err
 		}
-		return "", &corruptError{"takeover did not settle after retries"}
-	})
-	return res, nil
+		switch st {
+		case takeoverTakenOver:
+			s.published(protocol.OpTakenOver, 1)
+			prev, err := decodeLock(stored)
+			if err != nil {
+				return Result{}, err
+			}
+			ph := prev.Holder()
+			return Result{Outcome: protocol.OutcomeTakenOver, Lock: &l, PreviousHolder: &ph}, nil
+		case takeoverAcquired:
+			s.published(protocol.OpAcquired, 1)
+			return Result{Outcome: protocol.OutcomeAcquired, Lock: &l}, nil
+		case takeoverMine:
+			// The caller's already: takenOver from themselves (the outcomes of
+			// takeover are PROTOCOL.md §2's), the lease extended and acquiredAtUtc
+			// kept, broadcast as Renewed, which is what happened to the lock.
+			res, err := s.extend(ctx, ref, k, h, conn, stored)
+			if err != nil {
+				return Result{}, err
+			}
+			if res.Outcome == protocol.OutcomeRenewed {
+				prev, err := decodeLock(stored) // extend read it already: it parses
+				if err != nil {
+					return Result{}, err
+				}
+				ph := prev.Holder() // as stored, like the other takeovers
+				return Result{Outcome: protocol.OutcomeTakenOver, Lock: res.Lock, PreviousHolder: &ph}, nil
+			}
+			// It slipped away between the scripts: take it over afresh.
+		default:
+			return Result{}, &corruptError{fmt.Sprintf("takeover script answered status %q", st)}
+		}
+	}
+	return Result{}, fmt.Errorf("%w: takeover did not settle after %d attempts", errContention, casAttempts)
 }
 
 // Get returns the live lock on ref, or nil when it is free or the store fails open.
@@ -468,26 +479,26 @@ func (s *Store) Lookup(ctx context.Context, ref Ref) (*protocol.Lock, error) {
 	if err := s.check(ref, nil); err != nil {
 		return nil, err
 	}
-	var l *protocol.Lock
-	out := s.op(ctx, "get", func(ctx context.Context) (protocol.Outcome, error) {
-		v, err := s.rdb.Get(ctx, LockKey(ref)).Result()
-		if errors.Is(err, redis.Nil) {
-			return "free", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		got, err := decodeLock(v)
-		if err != nil {
-			return "", err
-		}
-		l = &got
-		return "held", nil
-	})
-	if out == protocol.OutcomeUnknown {
+	l, ok := runOp(ctx, s, opGet, func(ctx context.Context) (*protocol.Lock, error) { return s.get(ctx, ref) }, foundLabel)
+	if !ok {
 		return nil, ErrUnavailable
 	}
 	return l, nil
+}
+
+func (s *Store) get(ctx context.Context, ref Ref) (*protocol.Lock, error) {
+	v, err := s.rdb.Get(ctx, LockKey(ref)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	l, err := decodeLock(v)
+	if err != nil {
+		return nil, err
+	}
+	return &l, nil
 }
 
 // List returns the live locks of one type in a tenant: prune what ran out
@@ -498,13 +509,10 @@ func (s *Store) List(ctx context.Context, tenant, entityType string) ([]protocol
 	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
 		return nil, err
 	}
-	var out []protocol.Lock
-	s.op(ctx, "list", func(ctx context.Context) (protocol.Outcome, error) {
-		var err error
-		out, err = s.sweep(ctx, tenant, entityType, nil)
-		return "listed", err
-	})
-	return out, nil
+	locks, _ := runOp(ctx, s, opList, func(ctx context.Context) ([]protocol.Lock, error) {
+		return s.sweep(ctx, tenant, entityType, nil)
+	}, listedLabel) // failing open answers no locks: runOp's nil
+	return locks, nil
 }
 
 // Mine returns the live locks of holder oid in tenant, walking the per-type indexes of
@@ -516,18 +524,21 @@ func (s *Store) Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, 
 	if !ValidOID(oid) {
 		return nil, &InvalidEntityError{Field: "holderOid", Value: oid}
 	}
+	locks, _ := runOp(ctx, s, opMine, func(ctx context.Context) ([]protocol.Lock, error) {
+		return s.mine(ctx, tenant, oid)
+	}, listedLabel) // failing open answers no locks: runOp's nil
+	return locks, nil
+}
+
+func (s *Store) mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error) {
 	var out []protocol.Lock
-	s.op(ctx, "mine", func(ctx context.Context) (protocol.Outcome, error) {
-		for _, t := range s.reg.Types() {
-			locks, err := s.sweep(ctx, tenant, t, func(l *protocol.Lock) bool { return l.HolderOID == oid })
-			if err != nil {
-				out = nil // failing open is no locks, not the types read so far
-				return "", err
-			}
-			out = append(out, locks...)
+	for _, t := range s.reg.Types() {
+		locks, err := s.sweep(ctx, tenant, t, func(l *protocol.Lock) bool { return l.HolderOID == oid })
+		if err != nil {
+			return nil, err // failing open is no locks, not the types read so far
 		}
-		return "listed", nil
-	})
+		out = append(out, locks...)
+	}
 	return out, nil
 }
 
@@ -538,10 +549,11 @@ func (s *Store) Sweep(ctx context.Context, tenant, entityType string) error {
 	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
 		return err
 	}
-	s.op(ctx, "sweep", func(ctx context.Context) (protocol.Outcome, error) {
-		_, err := s.sweep(ctx, tenant, entityType, nil)
-		return "swept", err
-	})
+	// A sweep answers nothing: a failure is logged and counted by runOp, and the next
+	// sweep prunes what this one could not.
+	runOp(ctx, s, opSweep, func(ctx context.Context) ([]protocol.Lock, error) {
+		return s.sweep(ctx, tenant, entityType, nil)
+	}, sweptLabel)
 	return nil
 }
 
@@ -633,24 +645,6 @@ func (s *Store) newLock(ref Ref, h protocol.Holder, acquired, now time.Time) pro
 		AcquiredAt: protocol.NewTime(acquired),
 		ExpiresAt:  protocol.Time{Time: n.Add(s.lease)},
 	}
-}
-
-// run runs a write script, with the arguments for the event it publishes on tenant's
-// channel first, and reads its {status, value} reply.
-func (s *Store) run(ctx context.Context, sc *redis.Script, k keys, tenant string, now time.Time, args ...any) (status int64, value string, err error) {
-	reply, err := sc.Run(ctx, s.rdb, []string{k.lock, k.index, k.values, k.conns}, append(s.pubArgs(tenant, now), args...)...).Slice()
-	if err != nil {
-		return 0, "", err
-	}
-	if len(reply) != 2 {
-		return 0, "", &corruptError{fmt.Sprintf("script answered %d values, want 2", len(reply))}
-	}
-	status, ok := reply[0].(int64)
-	if !ok {
-		return 0, "", &corruptError{"script answered a non-integer status"}
-	}
-	value, _ = reply[1].(string) // nil when there is no lock
-	return status, value, nil
 }
 
 // encodeLock builds the stored value. Go builds every value: field order and the

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/protocol"
@@ -174,6 +176,31 @@ func testOutcomes(t *testing.T, b backend) {
 					t.Fatalf("outcomes %v, want 1 acquired and 49 locked", count)
 				}
 			})
+		}
+	}
+}
+
+// TestOperationLabels pins the outcome labels of lockhub_store_operations_total that
+// are not protocol outcomes (dashboards read them): get counts free or held, list and
+// mine listed, sweep swept.
+func TestOperationLabels(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	s, _ := newStore(t, c, Config{})
+	ctx := ctxT(t)
+	ref := Ref{"acme", "ApprovalRequest", "r-1"}
+	must1(s.Get(ctx, ref))
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, ""))
+	must1(s.Get(ctx, ref))
+	must1(s.List(ctx, ref.Tenant, ref.Type))
+	must1(s.Mine(ctx, ref.Tenant, ada.OID))
+	if err := s.Sweep(ctx, ref.Tenant, ref.Type); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range [][2]string{{"get", "free"}, {"get", "held"}, {"claim", "acquired"}, {"list", "listed"}, {"mine", "listed"}, {"sweep", "swept"}} {
+		if got := testutil.ToFloat64(s.met.ops.WithLabelValues(l[0], l[1])); got != 1 {
+			t.Errorf(`lockhub_store_operations_total{op=%q,outcome=%q} = %v, want 1`, l[0], l[1], got)
 		}
 	}
 }

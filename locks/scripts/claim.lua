@@ -12,10 +12,11 @@
 -- ARGV[9]  TTL for the index and values keys, ms (lease plus a margin)
 -- ARGV[10] id of the claiming socket, or "" (HTTP)
 --
--- Returns {status, value}:
---   1  acquired, published Acquired; value = ARGV[6]
---   2  the caller already holds it; value = the stored value (Go renews by CAS)
---   0  someone else holds it; value = the stored value
+-- Returns {status, value}, status one of (claimReply in scripts.go):
+--   "acquired"  it was free and is now the caller's, published Acquired; value = ARGV[6]
+--   "mine"      the caller already holds it (another tab); value = the stored value
+--               (Go renews it by compare-and-set, keeping acquiredAtUtc)
+--   "locked"    someone else holds it; value = the stored value
 if redis.call('SET', KEYS[1], ARGV[6], 'NX', 'PX', ARGV[7]) then
   redis.call('ZADD', KEYS[2], ARGV[8], KEYS[1])
   redis.call('HSET', KEYS[3], KEYS[1], ARGV[6])
@@ -24,9 +25,9 @@ if redis.call('SET', KEYS[1], ARGV[6], 'NX', 'PX', ARGV[7]) then
   redis.call('DEL', KEYS[4]) -- sockets of a lease that ran out
   attach(KEYS[4], ARGV[10], ARGV[7])
   publish('Acquired', ARGV[6])
-  return {1, ARGV[6]}
+  return {'acquired', ARGV[6]}
 end
 
 local v = redis.call('GET', KEYS[1])
-if holds(v, ARGV[5]) then return {2, v} end
-return {0, v}
+if holds(v, ARGV[5]) then return {'mine', v} end
+return {'locked', v}

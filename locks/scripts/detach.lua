@@ -17,21 +17,24 @@
 --          (a graceful shutdown: its clients reconnect elsewhere and claim again)
 -- ARGV[8]  the index margin, ms (the index outlives its latest lock by this much)
 --
--- Returns {status, value}:
---   1  released, published Released; value = the value that was stored
---   0  kept: the socket was not in the set, another socket uses it, it is gone, or
---      it is someone else's
+-- Returns {status, value}, status one of (detachReply in scripts.go):
+--   "released"  no socket was left, so it was dropped, published Released;
+--               value = the value that was stored
+--   "kept"      the socket is forgotten and the lock left as it is: the socket was not
+--               in the set, release was not asked, or another socket uses it; value nil
+--   "notHeld"   the socket was the last, but the lock is gone (value nil) or someone
+--               else's (value = the stored value)
 -- A socket that is not in the set has no say: the lock was claimed afresh since
 -- (a new lease clears the set), or taken over, or claimed over HTTP.
-if redis.call('SREM', KEYS[4], ARGV[6]) == 0 then return {0, false} end
-if ARGV[7] ~= '1' or redis.call('SCARD', KEYS[4]) > 0 then return {0, false} end
+if redis.call('SREM', KEYS[4], ARGV[6]) == 0 then return {'kept', false} end
+if ARGV[7] ~= '1' or redis.call('SCARD', KEYS[4]) > 0 then return {'kept', false} end
 
 local v = redis.call('GET', KEYS[1])
-if not v then return {0, false} end
-if not holds(v, ARGV[5]) then return {0, v} end
+if not v then return {'notHeld', false} end
+if not holds(v, ARGV[5]) then return {'notHeld', v} end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], KEYS[1])
 redis.call('HDEL', KEYS[3], KEYS[1])
 settle(KEYS[2], KEYS[3], ARGV[8])
 publish('Released', v)
-return {1, v}
+return {'released', v}

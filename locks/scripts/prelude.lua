@@ -16,7 +16,8 @@ local function publish(op, value, extra)
   end
 end
 
--- holder returns the stored value's decoded table, or nil when it is not a lock.
+-- decode returns the stored value's decoded table, or nil when it is not JSON.
+-- holds says whether the stored value is a lock of oid.
 local function decode(v)
   local ok, d = pcall(cjson.decode, v)
   if ok and type(d) == 'table' then return d end

@@ -11,21 +11,21 @@
 -- ARGV[6]  the index margin, ms (the index outlives its latest lock by this much)
 -- ARGV[7]  id of the socket releasing it, or "" (HTTP: the lock is dropped whoever uses it)
 --
--- Returns {status, value}:
---   1  released, published Released; value = the value that was stored
---   2  the socket let go; another socket of the holder keeps the lock, nothing
---      published; value = the stored value
---   0  not held: gone (value nil) or someone else's (value = the stored value)
+-- Returns {status, value}, status one of (releaseReply in scripts.go):
+--   "released"  dropped, published Released; value = the value that was stored
+--   "kept"      the socket let go, but another socket of the holder keeps the lock;
+--               nothing published; value = the stored value
+--   "notHeld"   gone (value nil) or someone else's (value = the stored value)
 local v = redis.call('GET', KEYS[1])
-if not v then return {0, false} end
-if not holds(v, ARGV[5]) then return {0, v} end
+if not v then return {'notHeld', false} end
+if not holds(v, ARGV[5]) then return {'notHeld', v} end
 if ARGV[7] ~= '' then
   redis.call('SREM', KEYS[4], ARGV[7])
-  if redis.call('SCARD', KEYS[4]) > 0 then return {2, v} end
+  if redis.call('SCARD', KEYS[4]) > 0 then return {'kept', v} end
 end
 redis.call('DEL', KEYS[1], KEYS[4])
 redis.call('ZREM', KEYS[2], KEYS[1])
 redis.call('HDEL', KEYS[3], KEYS[1])
 settle(KEYS[2], KEYS[3], ARGV[6])
 publish('Released', v)
-return {1, v}
+return {'released', v}

@@ -16,15 +16,15 @@
 -- ARGV[10] TTL for the index and values keys, ms
 -- ARGV[11] id of the renewing socket, or "" (HTTP)
 --
--- Returns {status, value}:
---   1  renewed, published Renewed; value = ARGV[7]
---   0  lost: gone (value nil) or someone else's (value = the stored value)
---   2  still the caller's but changed since Go read it (another tab renewed):
---      value = the stored value; Go retries with it
+-- Returns {status, value}, status one of (renewReply in scripts.go):
+--   "renewed"  published Renewed; value = ARGV[7]
+--   "lost"     gone (value nil) or someone else's (value = the stored value)
+--   "raced"    still the caller's but changed since Go read it (another tab renewed);
+--              value = the stored value; Go retries with it
 local v = redis.call('GET', KEYS[1])
-if not v then return {0, false} end
-if not holds(v, ARGV[5]) then return {0, v} end
-if v ~= ARGV[6] then return {2, v} end
+if not v then return {'lost', false} end
+if not holds(v, ARGV[5]) then return {'lost', v} end
+if v ~= ARGV[6] then return {'raced', v} end
 
 redis.call('SET', KEYS[1], ARGV[7], 'PX', ARGV[8])
 redis.call('ZADD', KEYS[2], ARGV[9], KEYS[1])
@@ -33,4 +33,4 @@ extend(KEYS[2], ARGV[10])
 extend(KEYS[3], ARGV[10])
 attach(KEYS[4], ARGV[11], ARGV[8])
 publish('Renewed', ARGV[7])
-return {1, ARGV[7]}
+return {'renewed', ARGV[7]}

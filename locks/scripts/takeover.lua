@@ -13,15 +13,17 @@
 -- ARGV[9]  TTL for the index and values keys, ms
 -- ARGV[10] id of the socket taking over, or "" (HTTP)
 --
--- Returns {status, value}:
---   1  taken over, published TakenOver; value = the previous value
---   3  it was free and is now the caller's, published Acquired; value nil
---   2  the caller already holds it; value = the stored value (Go renews by CAS)
+-- Returns {status, value}, status one of (takeoverReply in scripts.go):
+--   "takenOver"  someone else held it and now the caller does, published TakenOver;
+--                value = the previous value
+--   "acquired"   it was free and is now the caller's, published Acquired; value nil
+--   "mine"       the caller already holds it; value = the stored value (Go renews it
+--                by compare-and-set, keeping acquiredAtUtc)
 local v = redis.call('GET', KEYS[1])
 local prev = nil
 if v then
   prev = decode(v)
-  if prev ~= nil and prev['holderOid'] == ARGV[5] then return {2, v} end
+  if prev ~= nil and prev['holderOid'] == ARGV[5] then return {'mine', v} end
 end
 redis.call('SET', KEYS[1], ARGV[6], 'PX', ARGV[7])
 redis.call('ZADD', KEYS[2], ARGV[8], KEYS[1])
@@ -32,7 +34,7 @@ redis.call('DEL', KEYS[4]) -- the previous holder's sockets no longer hold it
 attach(KEYS[4], ARGV[10], ARGV[7])
 if not v then
   publish('Acquired', ARGV[6])
-  return {3, false}
+  return {'acquired', false}
 end
 -- previousHolder: two JSON strings encoded by cjson, not a re-encoded lock value
 local oid, name = '', ''
@@ -41,4 +43,4 @@ if prev ~= nil then
   if type(prev['holderName']) == 'string' then name = prev['holderName'] end
 end
 publish('TakenOver', ARGV[6], ',"previousHolder":{"oid":' .. cjson.encode(oid) .. ',"name":' .. cjson.encode(name) .. '}')
-return {1, v}
+return {'takenOver', v}
