@@ -17,7 +17,10 @@ func TestStatic(t *testing.T) {
 	}{
 		{"/", "text/html; charset=utf-8", 200},
 		{"/static/lockhub.js", "text/javascript; charset=utf-8", 200},
-		{"/static/app.js", "text/javascript; charset=utf-8", 200},
+		{"/demo/app.js", "text/javascript; charset=utf-8", 200},
+		{"/demo/style.css", "text/css; charset=utf-8", 200},
+		{"/demo/nope.js", "application/json; charset=utf-8", 404},
+		{"/static/index.html", "application/json; charset=utf-8", 404},
 		{"/static/nope.js", "application/json; charset=utf-8", 404},
 		{"/static/", "application/json; charset=utf-8", 404},
 		{"/static/../web.go", "application/json; charset=utf-8", 404},
@@ -37,6 +40,13 @@ func TestStatic(t *testing.T) {
 	r = e.do(req{method: "HEAD", path: "/static/lockhub.js"})
 	equal(t, "HEAD", r.status, 200)
 	equal(t, "HEAD body", len(r.raw), 0)
+
+	// The page and its files are the demo's: without the demo mounted, / is not found.
+	bare := newEnvWith(t, func(c *web.Config) { c.App = nil })
+	wantStatus(t, bare.do(req{method: "GET", path: "/"}), 404, "not_found")
+	wantStatus(t, bare.do(req{method: "GET", path: "/demo/app.js"}), 404, "not_found")
+	wantStatus(t, bare.do(req{method: "GET", path: "/api/approval-requests", token: bare.token("acme", "u-ada", "Ada")}), 404, "not_found")
+	wantStatus(t, bare.do(req{method: "GET", path: "/static/lockhub.js"}), 200, "")
 }
 
 // TestStaticFS serves a given file system, and pins content types the system's MIME
@@ -50,7 +60,7 @@ func TestStaticFS(t *testing.T) {
 	}
 	e := newEnvWith(t, func(c *web.Config) { c.Static = files })
 	for path, ct := range map[string]string{
-		"/":                      "text/html; charset=utf-8",
+		"/static/index.html":     "text/html; charset=utf-8",
 		"/static/css/style.css":  "text/css; charset=utf-8",
 		"/static/module.mjs":     "text/javascript; charset=utf-8",
 		"/static/data/rows.json": "application/json",
