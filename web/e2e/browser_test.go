@@ -13,9 +13,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -85,10 +88,11 @@ func startBrowser(t *testing.T) context.Context {
 
 // tab is one page in its own browser context: one person.
 type tab struct {
-	name   string
-	ctx    context.Context
-	cancel context.CancelFunc
-	closed bool
+	name    string
+	ctx     context.Context
+	cancel  context.CancelFunc
+	closed  bool
+	console *consoleLog // what the page reported from the moment it opened
 }
 
 // newTab opens a tab in a new browser context of the browser and navigates it to url.
@@ -102,8 +106,12 @@ func newTab(t *testing.T, browser context.Context, name, url string) *tab {
 func openTab(t, owner *testing.T, browser context.Context, name, url string) *tab {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
-	tb := &tab{name: name, ctx: ctx, cancel: cancel}
+	tb := &tab{name: name, ctx: ctx, cancel: cancel, console: &consoleLog{}}
 	owner.Cleanup(tb.close)
+	// Before the navigation, so that what the page reports while it loads is seen.
+	if err := chromedp.Listen(ctx, tb.console.record); err != nil {
+		t.Fatalf("e2e: %s: listen to the console: %v", name, err)
+	}
 	if err := chromedp.Do(ctx,
 		chromedp.EmulateViewport(viewportW, viewportH),
 		chromedp.Navigate(url),
@@ -120,6 +128,102 @@ func (tb *tab) close() {
 	}
 	tb.closed = true
 	tb.cancel()
+}
+
+// consoleLog records what a tab reports on its console: calls of console.error and
+// console.warn, uncaught exceptions, and the browser's own log entries (a Content
+// Security Policy violation, a failed load). It is written by chromedp's reader of the
+// tab (Listen) and read by the test, hence the lock.
+type consoleLog struct {
+	mu   sync.Mutex
+	msgs []consoleMsg
+}
+
+// consoleMsg is one message: its level (error, warning, exception, ...), where it
+// came from ("security" for a CSP violation, "network", "javascript"; empty for a
+// console API call), its text, and the URL it is about, if any.
+type consoleMsg struct {
+	level, source, text, url string
+}
+
+func (m consoleMsg) String() string {
+	s := m.level + ": " + m.text
+	if m.source != "" {
+		s = m.level + " (" + m.source + "): " + m.text
+	}
+	if m.url != "" {
+		s += " [" + m.url + "]"
+	}
+	return s
+}
+
+// record is chromedp's Listen callback: it runs on the tab's reader, so it only
+// appends.
+func (l *consoleLog) record(ev any) {
+	var m consoleMsg
+	switch ev := ev.(type) {
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type != runtime.ConsoleAPICalledTypeError && ev.Type != runtime.ConsoleAPICalledTypeWarning && ev.Type != runtime.ConsoleAPICalledTypeAssert {
+			return
+		}
+		parts := make([]string, 0, len(ev.Args))
+		for _, a := range ev.Args {
+			var s string
+			if a.Type == runtime.RemoteObjectTypeString && json.Unmarshal(a.Value, &s) == nil {
+				parts = append(parts, s)
+			} else {
+				parts = append(parts, a.Description)
+			}
+		}
+		m = consoleMsg{level: string(ev.Type), text: strings.Join(parts, " ")}
+	case *runtime.EventExceptionThrown:
+		d := ev.ExceptionDetails
+		m = consoleMsg{level: "exception", text: d.Text}
+		if d.Exception != nil {
+			m.text += " " + d.Exception.Description
+		}
+	case *cdplog.EventEntryAdded:
+		m = consoleMsg{level: string(ev.Entry.Level), source: string(ev.Entry.Source), text: ev.Entry.Text, url: ev.Entry.URL}
+	default:
+		return
+	}
+	l.mu.Lock()
+	l.msgs = append(l.msgs, m)
+	l.mu.Unlock()
+}
+
+// matching returns the messages for which keep is true.
+func (l *consoleLog) matching(keep func(consoleMsg) bool) []consoleMsg {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []consoleMsg
+	for _, m := range l.msgs {
+		if keep(m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// isCSPViolation tells a report of a Content-Security-Policy violation: Chromium logs
+// each one as an error, "Refused to ... because it violates the following Content
+// Security Policy directive".
+func isCSPViolation(m consoleMsg) bool {
+	return strings.Contains(m.text, "Content Security Policy")
+}
+
+// isFault tells a message that a page without faults never writes: an error of any
+// kind, an uncaught exception, a CSP violation.
+func isFault(m consoleMsg) bool {
+	return m.level == "error" || m.level == "exception" || m.level == "assert" || isCSPViolation(m)
+}
+
+// noConsole fails the test when the tab reported a message for which bad is true.
+func noConsole(t *testing.T, tb *tab, what string, bad func(consoleMsg) bool) {
+	t.Helper()
+	for _, m := range tb.console.matching(bad) {
+		t.Errorf("e2e: %s: %s on the console: %s", tb.name, what, m)
+	}
 }
 
 // eval evaluates a JavaScript expression in the tab and decodes its value into T.

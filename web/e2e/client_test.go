@@ -24,6 +24,11 @@ type frame map[string]any
 
 func (f frame) str(k string) string { s, _ := f[k].(string); return s }
 
+// strictCSP is the Content-Security-Policy the fake hub serves every answer with:
+// the least PROTOCOL.md §5 (Hardening) asks of the hub's HTML answers. No
+// 'unsafe-inline': inline scripts, <style> elements and style attributes are refused.
+const strictCSP = "default-src 'self'; frame-ancestors 'none'"
+
 // fakeHub serves the harness page, web/static, and a scripted /ws.
 type fakeHub struct {
 	srv   *httptest.Server
@@ -51,8 +56,14 @@ func newFakeHub(t *testing.T) *fakeHub {
 	mux.HandleFunc("/harness.html", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFile(w, r, "testdata/harness.html")
 	})
+	mux.HandleFunc("/harness.js", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFile(w, r, "testdata/harness.js")
+	})
 	mux.HandleFunc("/ws", h.serveWS)
-	h.srv = httptest.NewServer(mux)
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", strictCSP)
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(func() {
 		h.mu.Lock()
 		all := h.all
@@ -269,10 +280,13 @@ type clientEnv struct {
 	tab *tab
 }
 
+// newClientEnv opens the harness page on a fake hub. Whatever the subtest does, the
+// client must not break the page's Content-Security-Policy (checked when t ends).
 func newClientEnv(t *testing.T, browser context.Context) *clientEnv {
 	t.Helper()
 	h := newFakeHub(t)
 	tb := newTab(t, browser, "harness", h.srv.URL+"/harness.html")
+	t.Cleanup(func() { noConsole(t, tb, "a CSP violation", isCSPViolation) })
 	waitFor(t, tb, "the harness", `window.harnessReady === true`, 5*time.Second, `document.title`)
 	return &clientEnv{hub: h, tab: tb}
 }

@@ -9,7 +9,7 @@
  * opens a request in a detail form that holds the edit lock while it is open
  * (lockForm), with Approve, Reject and Save calling the guarded API (§5).
  */
-import { connect, jwtExpiry, lockedByText, formatClock } from './lockhub.js';
+import { connect, jwtExpiry, lockedByText, formatClock } from '/static/lockhub.js';
 
 const TYPE = 'ApprovalRequest';
 
@@ -206,7 +206,7 @@ function start(me) {
   els.gridCard.hidden = false;
   els.gridSub.textContent = `Tenant ${me.tenant} · ${me.name}${me.roles.length ? ' · supervisor, may take over locks' : ''}`;
 
-  /** The open request, if any. @type {{uid: string, row: any, etag: string|null, form: import('./lockhub.js').LockForm}|null} */
+  /** The open request, if any. @type {{uid: string, row: any, etag: string|null, form: import('/static/lockhub.js').LockForm}|null} */
   let current = null;
   let openSeq = 0;
 

@@ -1,0 +1,806 @@
+// @ts-check
+/**
+ * The connection to the hub: {@link LockClient}, made by {@link connect}.
+ *
+ * It keeps one WebSocket to `/ws` (subprotocol `lockhub.v1`), authenticates with the
+ * first frame, refreshes the token in band, reconnects with backoff, matches answers
+ * to requests by id, and keeps a live map of the locks of each watched type. What it
+ * wants to hold it leaves to its {@link Holds}, which it feeds the welcome, snapshots,
+ * lock events and the ticks of its timer.
+ *
+ * @module lockhub/connection
+ */
+
+import { backoffDelay } from './backoff.js';
+import { safeCall } from './callback.js';
+import { LockForm } from './form.js';
+import { parseTime } from './format.js';
+import { LockGrid } from './grid.js';
+import { Holds } from './holds.js';
+import { CloseCode, LockhubError, SUBPROTOCOL } from './protocol.js';
+import { jwtExpiry } from './token.js';
+
+/** @typedef {import('./protocol.js').Lock} Lock */
+/** @typedef {import('./protocol.js').Holder} Holder */
+/** @typedef {import('./protocol.js').Welcome} Welcome */
+/** @typedef {import('./protocol.js').Result} Result */
+/** @typedef {import('./protocol.js').Change} Change */
+/** @typedef {import('./protocol.js').LockEvent} LockEvent */
+/** @typedef {import('./holds.js').Entry} Entry */
+/** @typedef {import('./holds.js').Hold} Hold */
+/** @typedef {import('./form.js').LockFormOptions} LockFormOptions */
+/** @typedef {import('./grid.js').LockGridOptions} LockGridOptions */
+
+/**
+ * @typedef {'connecting'|'open'|'reconnecting'|'closed'|'forbidden'} ConnectionStateName
+ */
+
+/**
+ * What the connection indicator shows.
+ * @typedef {object} ConnectionState
+ * @property {ConnectionStateName} state
+ *   `connecting` before the first welcome; `open` authenticated; `reconnecting` lost and
+ *   retrying; `closed` by {@link LockClient#close}; `forbidden` closed with 4403, no retry.
+ * @property {number} attempt     reconnect attempts since the last welcome
+ * @property {number} [retryInMs] while reconnecting: the delay before the next attempt
+ * @property {number} [code]      the close code that ended the last socket
+ * @property {string} [reason]
+ */
+
+/**
+ * @typedef {object} ConnectOptions
+ * @property {(why: TokenRequest) => (string|Promise<string>)} getToken
+ *   Returns a JWT. Called before every connection and before the token expires. After
+ *   the hub refused the last token (close 4401, e.g. a hub restarted with new signing
+ *   keys in development), `why.rejected` is true: do not hand out a cached token then.
+ * @property {string} [url]  WebSocket URL. Default: `/ws` of the page's origin.
+ * @property {(state: ConnectionState) => void} [onState]  connection-state callback
+ * @property {number} [backoffBaseMs]  first reconnect delay cap. Default 500.
+ * @property {number} [backoffMaxMs]   largest reconnect delay. Default 10000: an interactive page
+ *   should not sit offline for long after its hub is back.
+ * @property {number} [refreshBeforeMs] refresh the token this long before it expires. Default 30000.
+ * @property {number} [requestTimeoutMs] an unanswered request fails after this. Default 15000.
+ * @property {number} [unknownRetryMs] retry a claim answered `unknown` after this. Default 10000.
+ * @property {(err: unknown) => void} [onError] errors not tied to a request (logged by default)
+ */
+
+/**
+ * Why the client asks for a token.
+ * @typedef {object} TokenRequest
+ * @property {'connect'|'refresh'} reason
+ * @property {boolean} rejected  the hub refused the token given last (close 4401)
+ */
+
+/**
+ * @typedef {object} Watch
+ * @property {string} type
+ * @property {Map<string, Lock>} locks  the live map, by entityUid
+ * @property {(uid: string) => Lock|undefined} get
+ * @property {() => Promise<void>} synced  resolves when a snapshot arrived on the current connection
+ * @property {() => void} close
+ */
+
+/**
+ * @typedef {object} Pending
+ * @property {Record<string, unknown>} frame
+ * @property {(r: any) => void} resolve
+ * @property {(e: unknown) => void} reject
+ * @property {boolean} resend   send again after a reconnect instead of failing
+ * @property {boolean} sent
+ * @property {ReturnType<typeof setTimeout>|undefined} timer
+ */
+
+/**
+ * @typedef {object} TypeState
+ * @property {string} type
+ * @property {Map<string, Lock>} locks   live locks by entityUid
+ * @property {Set<(locks: Map<string, Lock>, change: Change) => void>} subs
+ * @property {number} refs       watchers plus holds of the type
+ * @property {boolean} synced    a snapshot arrived on the current connection
+ * @property {Array<() => void>} waiters  resolved by the next snapshot
+ */
+
+/**
+ * A connection to the hub. Create it with {@link connect}.
+ */
+export class LockClient {
+  /** @type {Required<Omit<ConnectOptions, 'onState'|'url'>> & {url: string}} */
+  #o;
+  /** @type {WebSocket|null} */
+  #ws = null;
+  #authed = false;
+  /** @type {string} the token the current socket authenticated with */
+  #token = '';
+  /** @type {Welcome|null} */
+  #welcome = null;
+  #skew = 0; // server clock minus client clock, ms
+  #nextId = 1;
+  /** @type {Map<string, Pending>} */
+  #pending = new Map();
+  /** @type {Map<string, TypeState>} */
+  #types = new Map();
+  /** @type {Holds} the locks this client wants to hold */
+  #holds;
+  /** @type {Set<(s: ConnectionState) => void>} */
+  #stateListeners = new Set();
+  /** @type {Set<(w: Welcome) => void>} */
+  #welcomeListeners = new Set();
+  /** @type {ConnectionState} */
+  #state = { state: 'connecting', attempt: 0 };
+  #attempt = 0;
+  #everOpened = false;
+  #tokenRejected = false; // the last socket closed with 4401: ask for a fresh token
+  #tokenForced = false; // the current socket's token was asked for after a 4401
+  #closed = false;
+  #suspended = false; // the page is in the back/forward cache
+  /** @type {ReturnType<typeof setTimeout>|undefined} */
+  #reconnectTimer;
+  /** @type {ReturnType<typeof setTimeout>|undefined} */
+  #refreshTimer;
+  /** @type {ReturnType<typeof setInterval>|undefined} */
+  #ticker;
+  /** @type {(w: Welcome) => void} */
+  #resolveReady = () => {};
+  /** Resolves with the first welcome. */
+  ready;
+
+  /** @param {ConnectOptions} opts */
+  constructor(opts) {
+    if (!opts || typeof opts.getToken !== 'function') {
+      throw new TypeError('lockhub: connect needs a getToken function');
+    }
+    this.#o = {
+      url: opts.url || defaultURL(),
+      getToken: opts.getToken,
+      backoffBaseMs: opts.backoffBaseMs ?? 500,
+      backoffMaxMs: opts.backoffMaxMs ?? 10000,
+      refreshBeforeMs: opts.refreshBeforeMs ?? 30000,
+      requestTimeoutMs: opts.requestTimeoutMs ?? 15000,
+      unknownRetryMs: opts.unknownRetryMs ?? 10000,
+      onError: opts.onError ?? ((err) => console.warn('lockhub:', err)),
+    };
+    this.#holds = new Holds({
+      request: (frame) => this.#request(frame),
+      ref: (type) => void this.#ref(type),
+      unref: (type) => this.#unref(type),
+      closed: () => this.#closed,
+      welcome: () => this.#welcome,
+      now: () => this.now(),
+      skew: () => this.#skew,
+      onError: (err) => this.#o.onError(err),
+      unknownRetryMs: this.#o.unknownRetryMs,
+    });
+    /** @type {Promise<Welcome>} */
+    this.ready = new Promise((resolve) => {
+      this.#resolveReady = resolve;
+    });
+    if (opts.onState) {
+      this.#stateListeners.add(opts.onState);
+      safeCall(opts.onState, this.state);
+    }
+    if (typeof window !== 'undefined') {
+      window.addEventListener('pagehide', this.#onPageHide);
+      window.addEventListener('pageshow', this.#onPageShow);
+      window.addEventListener('online', this.#onOnline);
+    }
+    this.#ticker = setInterval(() => this.#tick(), 500);
+    void this.#open();
+  }
+
+  // ------------------------------------------------------------------ public surface
+
+  /** The current connection state. @returns {ConnectionState} */
+  get state() {
+    return { ...this.#state };
+  }
+
+  /** The last welcome, or null before the first. @returns {Welcome|null} */
+  get welcome() {
+    return this.#welcome;
+  }
+
+  /** Who this client is (from the welcome), or null before it. @returns {Holder|null} */
+  get me() {
+    return this.#welcome ? this.#welcome.holder : null;
+  }
+
+  /** Whether the welcome grants the takeover role. */
+  get canTakeOver() {
+    return !!(this.#welcome && this.#welcome.canTakeOver);
+  }
+
+  /** The client's estimate of the server's clock, in Unix ms. */
+  now() {
+    return Date.now() + this.#skew;
+  }
+
+  /**
+   * Calls fn with every connection state change (and at once with the current one).
+   * @param {(s: ConnectionState) => void} fn
+   * @returns {() => void} unsubscribe
+   */
+  onStateChange(fn) {
+    this.#stateListeners.add(fn);
+    safeCall(fn, this.state);
+    return () => this.#stateListeners.delete(fn);
+  }
+
+  /**
+   * Calls fn with every welcome: the first, and each after a reconnect.
+   * @param {(w: Welcome) => void} fn
+   * @returns {() => void} unsubscribe
+   */
+  onWelcome(fn) {
+    this.#welcomeListeners.add(fn);
+    if (this.#welcome && this.#authed) safeCall(fn, this.#welcome);
+    return () => this.#welcomeListeners.delete(fn);
+  }
+
+  /**
+   * Claims a lock. An `acquired` or `renewed` lock is then held: renewed, claimed again
+   * after a reconnect, and released by {@link LockClient#release}, pagehide or close.
+   * Waits for the connection when there is none.
+   * @param {string} type
+   * @param {string} uid
+   * @returns {Promise<Result>}
+   */
+  claim(type, uid) {
+    return this.#holds.claim(type, uid);
+  }
+
+  /**
+   * Takes a lock over (the welcome must say `canTakeOver`). The lock is then held.
+   * @param {string} type
+   * @param {string} uid
+   * @returns {Promise<Result>}
+   */
+  takeover(type, uid) {
+    return this.#holds.takeover(type, uid);
+  }
+
+  /**
+   * Renews a lock now (held locks are renewed on their own).
+   * @param {string} type
+   * @param {string} uid
+   * @returns {Promise<Result>}
+   */
+  renew(type, uid) {
+    return this.#holds.renew(type, uid);
+  }
+
+  /**
+   * Releases a lock and forgets it (no more renewals or re-claims).
+   * @param {string} type
+   * @param {string} uid
+   * @returns {Promise<Result>}
+   */
+  release(type, uid) {
+    return this.#holds.release(type, uid);
+  }
+
+  /** The caller's live locks, from the hub. @returns {Promise<Lock[]>} */
+  async mine() {
+    const r = await this.#request({ type: 'mine' });
+    return r.locks || [];
+  }
+
+  /**
+   * The locks this client holds now (status `held`).
+   * @returns {Lock[]}
+   */
+  held() {
+    return this.#holds.held();
+  }
+
+  /**
+   * Watches a type: keeps a live map of its locks by entityUid from the snapshot and
+   * the lock events, and calls onChange after every change with the map and what
+   * changed. A lock is dropped from the map once its `expiresAtUtc` passes, even before
+   * the hub's `Expired` arrives. After a reconnect, or an unsolicited snapshot (the hub
+   * lost Redis and got it back), the snapshot replaces the map.
+   * @param {string} type
+   * @param {(locks: Map<string, Lock>, change: Change) => void} [onChange]
+   * @returns {Watch}
+   */
+  watch(type, onChange) {
+    const t = this.#ref(type);
+    const fn = onChange || (() => {});
+    t.subs.add(fn);
+    if (t.synced) safeCall(fn, t.locks, { op: 'Snapshot' });
+    let closed = false;
+    return {
+      type,
+      get locks() {
+        return t.locks;
+      },
+      get: (uid) => t.locks.get(uid),
+      synced: () =>
+        t.synced && this.#authed ? Promise.resolve() : new Promise((r) => t.waiters.push(r)),
+      close: () => {
+        if (closed) return;
+        closed = true;
+        t.subs.delete(fn);
+        this.#unref(type);
+      },
+    };
+  }
+
+  /**
+   * Sends a request frame and resolves with its answer (`result` or `snapshot`, without
+   * `id` and `type`); rejects with a {@link LockhubError} on an `error` frame. For frame
+   * types this client has no method for.
+   * @param {Record<string, unknown>} frame
+   * @returns {Promise<any>}
+   */
+  request(frame) {
+    return this.#request(frame);
+  }
+
+  /**
+   * Ends the client: releases what it holds, closes the socket, stops every timer.
+   */
+  close() {
+    if (this.#closed) return;
+    this.#holds.dropAll();
+    this.#closed = true;
+    this.#shutdown('closed');
+    if (this.#ws) {
+      try {
+        this.#ws.close(CloseCode.NORMAL, 'client closed');
+      } catch {
+        /* already closing */
+      }
+      this.#ws = null;
+    }
+    this.#setState({ state: 'closed', attempt: 0 });
+  }
+
+  // ------------------------------------------------------------------ form and grid
+
+  /**
+   * Locks a detail form while it is open. See {@link LockForm}.
+   * @param {HTMLElement} element  the form (or its container)
+   * @param {string} type
+   * @param {string} uid
+   * @param {LockFormOptions} [options]
+   * @returns {LockForm}
+   */
+  lockForm(element, type, uid, options = {}) {
+    return new LockForm(this, element, type, uid, options);
+  }
+
+  /**
+   * Shows the locks of a type in a table. See {@link LockGrid}.
+   * @param {HTMLTableElement} table
+   * @param {string} type
+   * @param {string|((row: HTMLTableRowElement) => string|null|undefined)} rowUid
+   *   the row attribute holding the entity uid (e.g. `data-uid`), or a function of the row
+   * @param {LockGridOptions} [options]
+   * @returns {LockGrid}
+   */
+  lockGrid(table, type, rowUid, options = {}) {
+    return new LockGrid(this, table, type, rowUid, options);
+  }
+
+  // ------------------------------------------------------------------ holds (internal API of LockForm)
+
+  /**
+   * Wants a lock until the returned drop is called: claims it, claims it again
+   * when it becomes free (auto), and reports every change of its state to fn.
+   * @param {string} type
+   * @param {string} uid
+   * @param {(e: Entry) => void} fn
+   * @returns {Hold}
+   * @ignore
+   */
+  _hold(type, uid, fn) {
+    return this.#holds.hold(type, uid, fn);
+  }
+
+  // ------------------------------------------------------------------ connection
+
+  async #open() {
+    if (this.#closed || this.#suspended) return;
+    this.#reconnectTimer = undefined;
+    this.#setState({
+      state: this.#everOpened ? 'reconnecting' : 'connecting',
+      attempt: this.#attempt,
+    });
+    let token;
+    try {
+      token = await this.#o.getToken({ reason: 'connect', rejected: this.#tokenRejected });
+      if (typeof token !== 'string' || token === '') throw new Error('getToken returned no token');
+      this.#tokenForced = this.#tokenRejected;
+      this.#tokenRejected = false;
+    } catch (err) {
+      this.#o.onError(err);
+      this.#scheduleReconnect(0, 'no token');
+      return;
+    }
+    if (this.#closed || this.#suspended) return;
+    let ws;
+    try {
+      ws = new WebSocket(this.#o.url, SUBPROTOCOL);
+    } catch (err) {
+      this.#o.onError(err);
+      this.#scheduleReconnect(0, 'bad url');
+      return;
+    }
+    this.#ws = ws;
+    this.#authed = false;
+    this.#token = token;
+    ws.onopen = () => {
+      if (ws !== this.#ws) return;
+      ws.send(JSON.stringify({ type: 'auth', token }));
+    };
+    ws.onmessage = (ev) => {
+      if (ws !== this.#ws) return;
+      this.#onMessage(ev.data);
+    };
+    ws.onclose = (ev) => {
+      if (ws !== this.#ws) return;
+      this.#onClose(ev.code, ev.reason);
+    };
+    ws.onerror = () => {
+      /* onclose follows with the code */
+    };
+  }
+
+  /**
+   * @param {number} code
+   * @param {string} reason
+   * @param {boolean} [now]  at once, without counting an attempt
+   */
+  #scheduleReconnect(code, reason, now = false) {
+    if (this.#closed || this.#suspended || this.#reconnectTimer !== undefined) return;
+    const delay = now ? 0 : backoffDelay(this.#attempt, this.#o.backoffBaseMs, this.#o.backoffMaxMs);
+    if (!now) this.#attempt++;
+    this.#setState({ state: 'reconnecting', attempt: this.#attempt, retryInMs: delay, code, reason });
+    this.#reconnectTimer = setTimeout(() => void this.#open(), delay);
+  }
+
+  /** @param {number} code @param {string} reason */
+  #onClose(code, reason) {
+    this.#ws = null;
+    const wasAuthed = this.#authed;
+    this.#authed = false;
+    clearTimeout(this.#refreshTimer);
+    for (const t of this.#types.values()) t.synced = false;
+    // Requests in flight: those that mean the same after a reconnect are sent again
+    // (claim, renew, release, takeover, mine); the rest fail.
+    for (const [id, p] of this.#pending) {
+      clearTimeout(p.timer);
+      p.timer = undefined;
+      if (p.resend) {
+        p.sent = false;
+      } else {
+        this.#pending.delete(id);
+        p.reject(new LockhubError('disconnected', 'lockhub: connection lost'));
+      }
+    }
+    // 4401: the token expired or the hub does not know its key (a development hub
+    // restarted). The hub is there: retry at once with a fresh token, and back off only
+    // when a fresh token is refused too.
+    let now = false;
+    if (code === CloseCode.NOT_AUTHENTICATED) {
+      now = !this.#tokenForced;
+      this.#tokenRejected = true;
+    }
+    if (code === CloseCode.FORBIDDEN) {
+      // An origin not allowed or an identity change: retrying cannot help.
+      this.#closed = true;
+      this.#shutdown('forbidden');
+      this.#setState({ state: 'forbidden', attempt: this.#attempt, code, reason });
+      return;
+    }
+    if (this.#closed) return;
+    if (this.#suspended) {
+      this.#setState({ state: 'reconnecting', attempt: this.#attempt, code, reason });
+      return;
+    }
+    // A hub going away (1001) was healthy a moment ago: come back fast.
+    if (code === CloseCode.GOING_AWAY && wasAuthed) this.#attempt = 0;
+    this.#scheduleReconnect(code, reason, now);
+  }
+
+  /** @param {unknown} data */
+  #onMessage(data) {
+    if (typeof data !== 'string') return;
+    /** @type {any} */
+    let f;
+    try {
+      f = JSON.parse(data);
+    } catch {
+      this.#o.onError(new Error('lockhub: a frame that is not JSON'));
+      return;
+    }
+    if (!f || typeof f !== 'object') return;
+    if (!this.#authed) {
+      if (f.type === 'welcome') this.#onWelcome(f);
+      else if (f.type === 'error') this.#o.onError(new LockhubError(f.code, f.message));
+      return;
+    }
+    switch (f.type) {
+      case 'result':
+      case 'snapshot':
+      case 'error': {
+        if (f.type === 'snapshot' && f.id === undefined) {
+          this.#applySnapshot(f.entityType, f.locks || []);
+          return;
+        }
+        const p = f.id !== undefined ? this.#pending.get(String(f.id)) : undefined;
+        if (!p) {
+          if (f.type === 'error') this.#o.onError(new LockhubError(f.code, f.message));
+          return;
+        }
+        this.#pending.delete(String(f.id));
+        clearTimeout(p.timer);
+        if (f.type === 'error') {
+          p.reject(new LockhubError(f.code, f.message || f.code));
+        } else {
+          const { id: _id, type: _type, ...rest } = f;
+          p.resolve(rest);
+        }
+        return;
+      }
+      case 'lock':
+        this.#onLockEvent(f);
+        return;
+      default:
+        // Frames this version does not know are ignored (the contract may grow).
+        return;
+    }
+  }
+
+  /** @param {Welcome} w */
+  #onWelcome(w) {
+    this.#welcome = w;
+    const st = parseTime(w.serverTime);
+    this.#skew = Number.isFinite(st) ? st - Date.now() : 0;
+    this.#authed = true;
+    this.#tokenForced = false; // the token was good
+    this.#attempt = 0;
+    this.#everOpened = true;
+    this.#setState({ state: 'open', attempt: 0 });
+    this.#scheduleRefresh(this.#token);
+    // Re-watch (the snapshot makes the maps whole), re-claim what is wanted, then send
+    // what waited for the connection.
+    for (const t of this.#types.values()) if (t.refs > 0) this.#sendWatch(t);
+    this.#holds.reclaim();
+    for (const p of this.#pending.values()) if (!p.sent) this.#transmit(p);
+    this.#resolveReady(w);
+    for (const fn of this.#welcomeListeners) safeCall(fn, w);
+    this.#holds.notifyAll();
+  }
+
+  /** @param {string} token */
+  #scheduleRefresh(token) {
+    clearTimeout(this.#refreshTimer);
+    const exp = jwtExpiry(token);
+    if (exp === null) return;
+    const delay = Math.max(1000, exp - this.#o.refreshBeforeMs - this.now());
+    this.#refreshTimer = setTimeout(() => void this.#refresh(), Math.min(delay, 2 ** 31 - 1));
+  }
+
+  async #refresh() {
+    if (!this.#authed || this.#closed) return;
+    const ws = this.#ws;
+    try {
+      const token = await this.#o.getToken({ reason: 'refresh', rejected: false });
+      if (ws !== this.#ws || !this.#authed) return;
+      const r = await this.#request({ type: 'auth', token }, false);
+      if (r.outcome === 'refreshed' && ws === this.#ws) {
+        this.#token = token;
+        this.#scheduleRefresh(token);
+      }
+    } catch (err) {
+      this.#o.onError(err);
+      // The hub closes an expired socket with 4401 and the reconnect takes a fresh
+      // token; meanwhile try again shortly.
+      if (ws === this.#ws && this.#authed) {
+        clearTimeout(this.#refreshTimer);
+        this.#refreshTimer = setTimeout(() => void this.#refresh(), 5000);
+      }
+    }
+  }
+
+  /** @param {string} why */
+  #shutdown(why) {
+    clearTimeout(this.#reconnectTimer);
+    clearTimeout(this.#refreshTimer);
+    clearInterval(this.#ticker);
+    this.#reconnectTimer = undefined;
+    for (const p of this.#pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(new LockhubError(why, `lockhub: client ${why}`));
+    }
+    this.#pending.clear();
+    if (typeof window !== 'undefined') {
+      window.removeEventListener('pagehide', this.#onPageHide);
+      window.removeEventListener('pageshow', this.#onPageShow);
+      window.removeEventListener('online', this.#onOnline);
+    }
+  }
+
+  /** @param {ConnectionState} s */
+  #setState(s) {
+    const prev = this.#state;
+    this.#state = s;
+    if (prev.state === s.state && prev.attempt === s.attempt && prev.retryInMs === s.retryInMs) return;
+    for (const fn of this.#stateListeners) safeCall(fn, { ...s });
+  }
+
+  #onPageHide = (/** @type {PageTransitionEvent} */ ev) => {
+    // Release what this page holds: the tab is going away (or into the back/forward
+    // cache). A beacon cannot carry the token; the open socket can. The hub lets go of
+    // this socket's share only: another tab of the same person keeps the lock.
+    const ws = this.#ws;
+    this.#holds.pageHide((type, uid) => {
+      if (ws && this.#authed && ws.readyState === WebSocket.OPEN) {
+        ws.send(JSON.stringify({ id: String(this.#nextId++), type: 'release', entityType: type, entityUid: uid }));
+      }
+    });
+    if (ev && ev.persisted) {
+      this.#suspended = true;
+      clearTimeout(this.#reconnectTimer);
+      this.#reconnectTimer = undefined;
+      if (ws) ws.close(CloseCode.NORMAL, 'pagehide');
+    }
+  };
+
+  #onPageShow = (/** @type {PageTransitionEvent} */ ev) => {
+    if (!ev.persisted || !this.#suspended) return;
+    this.#suspended = false;
+    this.#attempt = 0;
+    if (!this.#ws) void this.#open();
+  };
+
+  #onOnline = () => {
+    if (this.#closed || this.#ws || this.#reconnectTimer === undefined) return;
+    clearTimeout(this.#reconnectTimer);
+    this.#reconnectTimer = undefined;
+    void this.#open();
+  };
+
+  // ------------------------------------------------------------------ requests
+
+  /**
+   * @param {Record<string, unknown>} frame
+   * @param {boolean} [resend]
+   * @returns {Promise<any>}
+   */
+  #request(frame, resend = true) {
+    if (this.#closed) {
+      return Promise.reject(new LockhubError('closed', 'lockhub: client closed'));
+    }
+    const id = String(this.#nextId++);
+    return new Promise((resolve, reject) => {
+      /** @type {Pending} */
+      const p = { frame: { ...frame, id }, resolve, reject, resend, sent: false, timer: undefined };
+      this.#pending.set(id, p);
+      if (this.#authed) this.#transmit(p);
+    });
+  }
+
+  /** @param {Pending} p */
+  #transmit(p) {
+    const ws = this.#ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) return;
+    ws.send(JSON.stringify(p.frame));
+    p.sent = true;
+    clearTimeout(p.timer);
+    p.timer = setTimeout(() => {
+      const id = /** @type {string} */ (p.frame.id);
+      if (this.#pending.get(id) !== p) return;
+      this.#pending.delete(id);
+      p.reject(new LockhubError('timeout', `lockhub: no answer to ${p.frame.type} in time`));
+    }, this.#o.requestTimeoutMs);
+  }
+
+  // ------------------------------------------------------------------ watches
+
+  /** @param {string} type */
+  #ref(type) {
+    let t = this.#types.get(type);
+    if (!t) {
+      t = { type, locks: new Map(), subs: new Set(), refs: 0, synced: false, waiters: [] };
+      this.#types.set(type, t);
+    }
+    t.refs++;
+    if (t.refs === 1 && this.#authed) this.#sendWatch(t);
+    return t;
+  }
+
+  /** @param {string} type */
+  #unref(type) {
+    const t = this.#types.get(type);
+    if (!t) return;
+    t.refs--;
+    if (t.refs > 0) return;
+    this.#types.delete(type);
+    if (this.#authed) void this.#request({ type: 'unwatch', entityType: type }, false).catch(() => {});
+  }
+
+  /** @param {TypeState} t */
+  #sendWatch(t) {
+    const ws = this.#ws;
+    this.#request({ type: 'watch', entityType: t.type }, false).then(
+      (snap) => {
+        if (ws === this.#ws && this.#types.get(t.type) === t) this.#applySnapshot(t.type, snap.locks || []);
+      },
+      (err) => {
+        if (err instanceof LockhubError && (err.code === 'disconnected' || err.code === 'closed')) return;
+        this.#o.onError(err);
+      },
+    );
+  }
+
+  /** @param {string} type @param {Lock[]} locks */
+  #applySnapshot(type, locks) {
+    const t = this.#types.get(type);
+    if (!t) return;
+    const now = this.now();
+    t.locks = new Map();
+    for (const l of locks) {
+      if (l && parseTime(l.expiresAtUtc) > now) t.locks.set(l.entityUid, l);
+    }
+    t.synced = true;
+    const waiters = t.waiters.splice(0);
+    for (const r of waiters) r();
+    for (const fn of t.subs) safeCall(fn, t.locks, { op: 'Snapshot' });
+    // Holds learn from the snapshot too: a lock that blocked us may be gone.
+    this.#holds.snapshot(type, t.locks);
+  }
+
+  /** @param {LockEvent} ev */
+  #onLockEvent(ev) {
+    const l = ev.lock;
+    if (!l || typeof l.entityUid !== 'string') return;
+    const t = this.#types.get(l.entityType);
+    if (t) {
+      const gone = ev.op === 'Released' || ev.op === 'Expired' || !(parseTime(l.expiresAtUtc) > this.now());
+      if (gone) {
+        const cur = t.locks.get(l.entityUid);
+        // Events of one entity arrive in order; still, never drop a newer holder's lock.
+        if (cur && (cur.holderOid === l.holderOid || ev.op === 'Expired')) t.locks.delete(l.entityUid);
+      } else {
+        t.locks.set(l.entityUid, l);
+      }
+      /** @type {Change} */
+      const change = { op: ev.op, lock: l, at: ev.at };
+      if (ev.previousHolder) change.previousHolder = ev.previousHolder;
+      for (const fn of t.subs) safeCall(fn, t.locks, change);
+    }
+    this.#holds.event(ev);
+  }
+
+  #tick() {
+    const now = this.now();
+    const local = Date.now();
+    // Hide locks whose lease ran out, even before Expired arrives.
+    for (const t of this.#types.values()) {
+      for (const [uid, l] of t.locks) {
+        if (parseTime(l.expiresAtUtc) <= now) {
+          t.locks.delete(uid);
+          for (const fn of t.subs) safeCall(fn, t.locks, { op: 'Expired', lock: l, local: true });
+        }
+      }
+    }
+    if (!this.#authed) return;
+    this.#holds.tick(now, local);
+  }
+}
+
+/**
+ * Opens a client. See {@link LockClient}.
+ * @param {ConnectOptions} opts
+ * @returns {LockClient}
+ */
+export function connect(opts) {
+  return new LockClient(opts);
+}
+
+function defaultURL() {
+  const l = window.location;
+  return `${l.protocol === 'https:' ? 'wss:' : 'ws:'}//${l.host}/ws`;
+}

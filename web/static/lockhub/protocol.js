@@ -1,0 +1,95 @@
+// @ts-check
+/**
+ * The wire vocabulary of PROTOCOL.md §1, §3 and §4 as the browser client sees it: the
+ * subprotocol, the close codes, the shapes of the frames, and the error a request
+ * rejects with. No behaviour.
+ *
+ * @module lockhub/protocol
+ */
+
+/** The WebSocket subprotocol of the contract. */
+export const SUBPROTOCOL = 'lockhub.v1';
+
+/** Close codes of PROTOCOL.md §4. */
+export const CloseCode = Object.freeze({
+  NORMAL: 1000,
+  GOING_AWAY: 1001,
+  TOO_LARGE: 1009,
+  NOT_AUTHENTICATED: 4401,
+  FORBIDDEN: 4403,
+  AUTH_TIMEOUT: 4408,
+  TOO_MANY: 4429,
+});
+
+/**
+ * The lock record of PROTOCOL.md §1, as carried by every frame.
+ * @typedef {object} Lock
+ * @property {string} entityType
+ * @property {string} entityUid
+ * @property {string} holderOid
+ * @property {string} holderName
+ * @property {string} acquiredAtUtc  RFC 3339
+ * @property {string} expiresAtUtc   RFC 3339
+ */
+
+/**
+ * @typedef {object} Holder
+ * @property {string} oid
+ * @property {string} name
+ */
+
+/**
+ * The welcome frame.
+ * @typedef {object} Welcome
+ * @property {string} connectionId
+ * @property {string} tenant
+ * @property {Holder} holder
+ * @property {number} leaseMs
+ * @property {number} renewMs
+ * @property {string} serverTime
+ * @property {string[]} lockable
+ * @property {boolean} canTakeOver
+ */
+
+/**
+ * The answer to a request: a `result` frame without `id` and `type`.
+ * @typedef {object} Result
+ * @property {string} [outcome]  acquired, renewed, locked, lost, released, notHeld, takenOver, forbidden, unknown, unwatched, refreshed
+ * @property {Lock|null} [lock]
+ * @property {Lock[]} [locks]
+ * @property {Holder} [previousHolder]
+ */
+
+/**
+ * A change of a watched type: a lock event of PROTOCOL.md §3, or `Snapshot` when a
+ * snapshot replaced the map, or `Expired` with `local: true` when the client hid a lock
+ * whose `expiresAtUtc` passed before the hub said so.
+ * @typedef {object} Change
+ * @property {'Acquired'|'Renewed'|'Released'|'TakenOver'|'Expired'|'Snapshot'} op
+ * @property {Lock} [lock]
+ * @property {Holder} [previousHolder]
+ * @property {string} [at]
+ * @property {boolean} [local]
+ */
+
+/**
+ * A `lock` event frame of PROTOCOL.md §3, as the client reads it.
+ * @typedef {{op: Change['op'], lock: Lock, previousHolder?: Holder, at?: string}} LockEvent
+ */
+
+/**
+ * An error answering a request: an `error` frame (`code` bad_request, not_lockable,
+ * invalid_entity, rate_limited) or a local failure (`disconnected`, `closed`, `timeout`).
+ */
+export class LockhubError extends Error {
+  /**
+   * @param {string} code
+   * @param {string} message
+   */
+  constructor(code, message) {
+    super(message);
+    this.name = 'LockhubError';
+    /** @type {string} */
+    this.code = code;
+  }
+}
