@@ -29,7 +29,8 @@ func (f frame) str(k string) string { s, _ := f[k].(string); return s }
 // 'unsafe-inline': inline scripts, <style> elements and style attributes are refused.
 const strictCSP = "default-src 'self'; frame-ancestors 'none'"
 
-// fakeHub serves the harness page, web/static, and a scripted /ws.
+// fakeHub serves the harness page, web/static, the demo page (web/demo/static) with a
+// stand-in for the demo's HTTP API, and a scripted /ws.
 type fakeHub struct {
 	srv   *httptest.Server
 	conns chan *fakeConn
@@ -59,6 +60,7 @@ func newFakeHub(t *testing.T) *fakeHub {
 	mux.HandleFunc("/harness.js", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFile(w, r, "testdata/harness.js")
 	})
+	serveDemo(mux)
 	mux.HandleFunc("/ws", h.serveWS)
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", strictCSP)
@@ -768,6 +770,11 @@ func TestClient(t *testing.T) {
 		c.reply(t, req, "result", map[string]any{"outcome": "takenOver", "lock": lock("r-1", "u-margaret", "Margaret Hamilton", 5*time.Minute),
 			"previousHolder": map[string]any{"oid": "u-grace", "name": "Grace Hopper"}})
 		waitFor(t, e.tab, "held", `f.state === 'held' && document.querySelector('[data-testid=lock-banner]').hidden`, 5*time.Second, `f.state`)
+	})
+
+	t.Run("DemoPageUnderStrictCSP", func(t *testing.T) {
+		t.Parallel()
+		testDemoPageUnderStrictCSP(t, browser)
 	})
 
 	t.Run("Grid", func(t *testing.T) {
