@@ -15,6 +15,7 @@ import (
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/hub/auth/authtest"
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -87,7 +88,7 @@ func TestAuthTimeout(t *testing.T) {
 	// Authenticated in time: the timer is off.
 	ok, _ := th.dial("acme", "u-ada")
 	other, _ := th.dial("acme", "u-bob") // a barrier past the first socket's timeout
-	eventually(t, "the auth timeout of the sockets to pass", func() bool { return time.Since(start) > 300*time.Millisecond })
+	redistest.Eventually(t, "the auth timeout of the sockets to pass", func() bool { return time.Since(start) > 300*time.Millisecond })
 	if _, err := ok.Mine(tctx(t)); err != nil {
 		t.Fatalf("authenticated socket closed: %v", err)
 	}
@@ -242,7 +243,7 @@ func TestRateLimit(t *testing.T) {
 		t.Errorf("rate limited counted = %v, want %d", got, limited)
 	}
 	// Within the grace the connection stays, and serves again once the bucket refills.
-	eventually(t, "a request served after the burst", func() bool {
+	redistest.Eventually(t, "a request served after the burst", func() bool {
 		_, err := c.Mine(ctx)
 		if err != nil && c.Err() != nil {
 			t.Fatalf("after a burst: %v", err)
@@ -333,7 +334,7 @@ func TestRateLimitOneBurst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "rate_limited answers", func() bool { return th.metric("lockhub_hub_rate_limited_total") >= 1 })
+	redistest.Eventually(t, "rate_limited answers", func() bool { return th.metric("lockhub_hub_rate_limited_total") >= 1 })
 	// Calm for longer than the grace, one request at a time under the rate.
 	deadline := time.Now().Add(2 * grace)
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -494,7 +495,7 @@ func TestShutdownDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.CloseNow()
-	eventually(t, "the socket to be registered", func() bool { return th.metric("lockhub_hub_sockets") == 1 })
+	redistest.Eventually(t, "the socket to be registered", func() bool { return th.metric("lockhub_hub_sockets") == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -531,7 +532,7 @@ func TestPingAfterIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	idle := time.Now()
-	eventually(t, "the write timeout to pass", func() bool { return time.Since(idle) > 200*time.Millisecond })
+	redistest.Eventually(t, "the write timeout to pass", func() bool { return time.Since(idle) > 200*time.Millisecond })
 	readCtx := ws.CloseRead(ctx) // reads the pong
 	if err := ws.Ping(ctx); err != nil {
 		t.Fatalf("ping after idle: %v (%v)", err, readCtx.Err())

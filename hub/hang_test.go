@@ -38,7 +38,7 @@ func TestRedisHung(t *testing.T) {
 	}
 
 	srv.Resume(t)
-	eventually(t, "a claim to succeed after Redis resumes", func() bool {
+	redistest.Eventually(t, "a claim to succeed after Redis resumes", func() bool {
 		r, err := ada.Claim(ctx, typ, "r-3")
 		return err == nil && r.Outcome == protocol.OutcomeAcquired
 	})

@@ -26,7 +26,8 @@ import (
 
 var _ Store = (*locks.Store)(nil)
 
-// waitTimeout bounds every wait of these tests for something the hub does.
+// waitTimeout bounds every wait of these tests for a frame or a close of the hub;
+// polls of a state (redistest.Eventually) have their own, longer deadline.
 const waitTimeout = 5 * time.Second
 
 // testHub is a hub served by an httptest server on a store, with a dev token issuer.
@@ -276,20 +277,6 @@ func wantCode(t testing.TB, err error, code protocol.ErrorCode) *protocol.Error 
 		t.Fatalf("error = %v, want an error frame %s", err, code)
 	}
 	return pe
-}
-
-// eventually polls cond until it holds or waitTimeout passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
 }
 
 // metric returns the value of a counter or gauge of th's registry whose labels include

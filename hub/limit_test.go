@@ -6,6 +6,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -35,7 +36,7 @@ func TestFrameOneByteTooLarge(t *testing.T) {
 		})
 	}
 	// Counted when the hub's read ends, which may be just after the client saw the close.
-	eventually(t, "two 1009 closes counted", func() bool { return th.metric("lockhub_hub_closes_total", "code=1009") == 2 })
+	redistest.Eventually(t, "two 1009 closes counted", func() bool { return th.metric("lockhub_hub_closes_total", "code=1009") == 2 })
 	if len(th.redisKeys()) != 0 {
 		t.Fatalf("keys written: %v", th.redisKeys())
 	}

@@ -59,7 +59,7 @@ func TestRedisRestart(t *testing.T) {
 		t.Error("resync not counted")
 	}
 	// And it works again, events included.
-	eventually(t, "a claim to succeed after the restart", func() bool {
+	redistest.Eventually(t, "a claim to succeed after the restart", func() bool {
 		r, err := ada.Claim(ctx, typ, "r-3")
 		return err == nil && r.Outcome == protocol.OutcomeAcquired
 	})

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -36,7 +37,7 @@ func TestReleaseOnDisconnect(t *testing.T) {
 	if ev.Lock.HolderOID != "u-ada" {
 		t.Fatalf("Released event = %+v", ev)
 	}
-	eventually(t, "the detach to be counted", func() bool {
+	redistest.Eventually(t, "the detach to be counted", func() bool {
 		return th.metric("lockhub_hub_detaches_total", "why=grace", "outcome=released") == 1
 	})
 }
@@ -65,7 +66,7 @@ func TestReleaseOnDisconnectTwoTabs(t *testing.T) {
 	w, tab1, tab2 := twoTabs(t, th)
 
 	_ = tab1.Close()
-	eventually(t, "tab 1's detach", func() bool {
+	redistest.Eventually(t, "tab 1's detach", func() bool {
 		return th.metric("lockhub_hub_detaches_total", "why=grace", "outcome=notHeld") == 1
 	})
 	l, _ := th.store.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"})
@@ -107,7 +108,7 @@ func TestReloadKeepsLock(t *testing.T) {
 	_ = old.Close()
 	reloaded, _ := th.dial("acme", "u-ada")
 	expect(t, protocol.OutcomeRenewed)(reloaded.Claim(ctx, typ, "r-1"))
-	eventually(t, "the old socket's detach", func() bool {
+	redistest.Eventually(t, "the old socket's detach", func() bool {
 		return th.metric("lockhub_hub_detaches_total", "why=grace") == 1
 	})
 	if got := th.metric("lockhub_hub_detaches_total", "why=grace", "outcome=released"); got != 0 {
@@ -125,7 +126,7 @@ func TestReleaseTakenOverLock(t *testing.T) {
 	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
 	expect(t, protocol.OutcomeTakenOver)(boss.Takeover(ctx, typ, "r-1"))
 	_ = ada.Close()
-	eventually(t, "ada's detach", func() bool { return th.metric("lockhub_hub_detaches_total", "why=grace") == 1 })
+	redistest.Eventually(t, "ada's detach", func() bool { return th.metric("lockhub_hub_detaches_total", "why=grace") == 1 })
 	l, _ := th.store.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"})
 	if l == nil || l.HolderOID != "u-boss" {
 		t.Fatalf("lock after the previous holder's socket closed = %+v", l)
@@ -185,7 +186,7 @@ func testTwoInstances(t *testing.T, a, b *testHub) {
 
 		before := a.metric("lockhub_hub_detaches_total", "why=grace", "outcome=notHeld")
 		_ = tab1.Close()
-		eventually(t, "tab 1's detach on instance a", func() bool {
+		redistest.Eventually(t, "tab 1's detach on instance a", func() bool {
 			return a.metric("lockhub_hub_detaches_total", "why=grace", "outcome=notHeld") == before+1
 		})
 		if l, _ := a.store.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "t-1"}); l == nil {
@@ -208,7 +209,7 @@ func TestShutdownKeepsLocksInGrace(t *testing.T) {
 	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
 	_ = ada.Close()
 	// The hub saw the close: the socket's locks wait in the releaser, not in Shutdown.
-	eventually(t, "the socket to close", func() bool { return th.metric("lockhub_hub_sockets") == 0 })
+	redistest.Eventually(t, "the socket to close", func() bool { return th.metric("lockhub_hub_sockets") == 0 })
 	th.stop()
 	if l, _ := th.store.Get(ctx, ref); l == nil || l.HolderOID != "u-ada" {
 		t.Fatalf("lock after a shutdown within the grace = %+v, want Ada's", l)
