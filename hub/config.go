@@ -49,14 +49,17 @@ type Config struct {
 	// hub's own origin and requests without Origin are always allowed. Nil means same
 	// origin only.
 	AllowedOrigins []string
-	// TakeoverRole is the role that may take a lock over. Zero means "Locks.TakeOver".
+	// TakeoverRole is the role that may take a lock over: setting "takeover-role". Zero
+	// means auth.DefaultTakeoverRole.
 	TakeoverRole string
 
 	// ReleaseGrace is how long after a socket closes its locks are released, unless its
-	// holder keeps them from another socket. Zero means 10s.
+	// holder keeps them from another socket: setting "release-grace". Zero means
+	// DefaultReleaseGrace.
 	ReleaseGrace time.Duration
-	// RenewEvery is the renewal period the welcome frame advises (renewMs). Zero means
-	// 2m.
+	// RenewEvery is the renewal period the welcome frame advises (renewMs): setting
+	// "renew-every", shorter than the store's lease. Zero means DefaultRenewEvery, or
+	// two fifths of the lease when that is shorter.
 	RenewEvery time.Duration
 	// AuthTimeout is how long a new socket has to authenticate (close 4408). Zero
 	// means protocol.AuthTimeout (10s).
@@ -89,7 +92,6 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultTakeoverRole = "Locks.TakeOver"
 	DefaultReleaseGrace = 10 * time.Second
 	DefaultRenewEvery   = 2 * time.Minute
 	DefaultSendQueue    = 256
@@ -103,8 +105,17 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Store == nil || c.Verifier == nil {
 		return c, errors.New("hub: Config.Store and Config.Verifier are required")
 	}
+	for setting, d := range map[string]time.Duration{"release-grace": c.ReleaseGrace, "renew-every": c.RenewEvery} {
+		if d < 0 {
+			return c, &protocol.SettingError{Setting: setting, Err: fmt.Errorf("%s must be positive", d)}
+		}
+	}
+	lease := c.Store.Lease()
+	if c.RenewEvery >= lease {
+		return c, &protocol.SettingError{Setting: "renew-every", Err: fmt.Errorf("%s is not shorter than the lease %s: locks would run out between renewals", c.RenewEvery, lease)}
+	}
 	for name, d := range map[string]time.Duration{
-		"ReleaseGrace": c.ReleaseGrace, "RenewEvery": c.RenewEvery, "AuthTimeout": c.AuthTimeout,
+		"AuthTimeout": c.AuthTimeout,
 		"TokenLeeway": c.TokenLeeway, "WriteTimeout": c.WriteTimeout, "OverRateGrace": c.OverRateGrace,
 		"SweepInterval": c.SweepInterval,
 	} {
@@ -121,9 +132,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.TakeoverRole = cmp.Or(c.TakeoverRole, DefaultTakeoverRole)
+	c.TakeoverRole = cmp.Or(c.TakeoverRole, auth.DefaultTakeoverRole)
 	c.ReleaseGrace = cmp.Or(c.ReleaseGrace, DefaultReleaseGrace)
-	c.RenewEvery = cmp.Or(c.RenewEvery, DefaultRenewEvery)
+	c.RenewEvery = cmp.Or(c.RenewEvery, min(DefaultRenewEvery, lease*2/5))
 	c.AuthTimeout = cmp.Or(c.AuthTimeout, protocol.AuthTimeout)
 	c.TokenLeeway = cmp.Or(c.TokenLeeway, protocol.TokenLeeway)
 	c.SendQueue = cmp.Or(c.SendQueue, DefaultSendQueue)

@@ -54,7 +54,7 @@ func New(cfg Config) (*Hub, error) {
 	}
 	origins, err := newOriginChecker(cfg.AllowedOrigins)
 	if err != nil {
-		return nil, err
+		return nil, &protocol.SettingError{Setting: "allowed-origins", Err: err}
 	}
 	met, err := newMetrics(cfg.Registerer)
 	if err != nil {

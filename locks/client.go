@@ -2,6 +2,8 @@ package locks
 
 import (
 	"fmt"
+	neturl "net/url"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,12 +19,13 @@ const ClientTimeout = 400 * time.Millisecond
 const clusterReload = 5 * time.Second
 
 // NewClient makes a Redis client from a redis:// or rediss:// URL (credentials in the
-// URL). With cluster, the URL is a cluster seed, more seeds as ?addr=host:port.
+// URL). With cluster, the URL is a cluster seed, more seeds as ?addr=host:port. Its
+// error says what is wrong with the URL without repeating it or its password.
 func NewClient(url string, cluster bool) (redis.UniversalClient, error) {
 	if cluster {
 		o, err := redis.ParseClusterURL(url)
 		if err != nil {
-			return nil, fmt.Errorf("locks: cluster URL: %w", err)
+			return nil, badURL(url, err)
 		}
 		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = ClientTimeout, ClientTimeout, ClientTimeout
 		o.ClusterStateReloadInterval = clusterReload
@@ -32,7 +35,7 @@ func NewClient(url string, cluster bool) (redis.UniversalClient, error) {
 	}
 	o, err := redis.ParseURL(url)
 	if err != nil {
-		return nil, fmt.Errorf("locks: Redis URL: %w", err)
+		return nil, badURL(url, err)
 	}
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = ClientTimeout, ClientTimeout, ClientTimeout
 	// One retry, and one dial attempt (go-redis tries five by default): a dead Redis
@@ -43,4 +46,16 @@ func NewClient(url string, cluster bool) (redis.UniversalClient, error) {
 	// Config.Timeout said.
 	o.ContextTimeoutEnabled = true
 	return redis.NewClient(o), nil
+}
+
+// badURL says that u is no usable Redis URL. go-redis's message may quote the URL,
+// credentials and all: it is repeated without them.
+func badURL(u string, err error) error {
+	msg := err.Error()
+	if p, perr := neturl.Parse(u); perr == nil && p.User != nil {
+		if pw, ok := p.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return fmt.Errorf("locks: not a usable redis:// or rediss:// URL (%s)", strings.ReplaceAll(msg, u, "<url>"))
 }

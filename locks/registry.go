@@ -3,10 +3,12 @@ package locks
 import (
 	"fmt"
 	"slices"
+
+	"github.com/lockhub/lockhub/protocol"
 )
 
-// DefaultLockable is the lockable type list when none is configured.
-var defaultLockable = []string{"ApprovalRequest"}
+// DefaultLockable is the lockable type of a registry made without types.
+const DefaultLockable = "ApprovalRequest"
 
 // Registry is the set of entity types that may be locked: the Go counterpart of the
 // story's [Lockable] attribute. It is immutable and safe for concurrent use.
@@ -14,16 +16,17 @@ type Registry struct {
 	types []string // sorted, unique
 }
 
-// NewRegistry returns a registry of the given types. Zero types means ApprovalRequest.
-// A name that fails the entity type rule of PROTOCOL.md §1 is an error.
+// NewRegistry returns a registry of the given types: setting "lockable" (PROTOCOL.md
+// §7). Zero types means DefaultLockable. A name that fails the entity type rule of
+// PROTOCOL.md §1 is an error.
 func NewRegistry(types ...string) (*Registry, error) {
 	if len(types) == 0 {
-		types = defaultLockable
+		types = []string{DefaultLockable}
 	}
 	r := &Registry{}
 	for _, t := range types {
 		if !ValidType(t) {
-			return nil, fmt.Errorf("locks: lockable type %q: must match [A-Za-z0-9_.-]{1,64}", t)
+			return nil, &protocol.SettingError{Setting: "lockable", Err: fmt.Errorf("type %q must match [A-Za-z0-9_.-]{1,64}", t)}
 		}
 		r.types = append(r.types, t)
 	}

@@ -24,7 +24,8 @@ type Config struct {
 	Client redis.UniversalClient
 	// Registry is the set of lockable types. Nil means ApprovalRequest only.
 	Registry *Registry
-	// Lease is how long a claim or renewal holds a lock. Zero means 5 minutes.
+	// Lease is how long a claim or renewal holds a lock: setting "lease" (PROTOCOL.md
+	// §7). Zero means DefaultLease; it must be at least a millisecond.
 	Lease time.Duration
 	// Timeout bounds each operation, all its Redis round trips together, so a dead Redis
 	// never hangs a user. Zero means 500ms. It bounds a call on a Redis that hangs only
@@ -43,8 +44,10 @@ type Config struct {
 	Now func() time.Time
 }
 
+// DefaultLease is the lease of a Store whose Config.Lease is zero (PROTOCOL.md §1).
+const DefaultLease = 5 * time.Minute
+
 const (
-	defaultLease    = 5 * time.Minute
 	defaultTimeout  = 500 * time.Millisecond
 	defaultChannels = 16
 	// indexMargin keeps an index (and its values hash) alive a little past its
@@ -85,13 +88,16 @@ func NewStore(cfg Config) (*Store, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("locks: Config.Client is required")
 	}
-	if cfg.Lease < 0 || cfg.Timeout < 0 || cfg.Channels < 0 {
-		return nil, errors.New("locks: Config.Lease, Timeout and Channels must not be negative")
+	if cfg.Lease < 0 {
+		return nil, &protocol.SettingError{Setting: "lease", Err: fmt.Errorf("%s must be positive", cfg.Lease)}
+	}
+	if cfg.Timeout < 0 || cfg.Channels < 0 {
+		return nil, errors.New("locks: Config.Timeout and Channels must not be negative")
 	}
 	s := &Store{
 		rdb:      cfg.Client,
 		reg:      cfg.Registry,
-		lease:    cmp.Or(cfg.Lease, defaultLease),
+		lease:    cmp.Or(cfg.Lease, DefaultLease),
 		timeout:  cmp.Or(cfg.Timeout, defaultTimeout),
 		channels: cmp.Or(cfg.Channels, defaultChannels),
 		log:      cfg.Logger,
@@ -99,7 +105,7 @@ func NewStore(cfg Config) (*Store, error) {
 		sc:       newScripts(),
 	}
 	if s.lease < time.Millisecond {
-		return nil, fmt.Errorf("locks: lease %s is shorter than a millisecond", s.lease)
+		return nil, &protocol.SettingError{Setting: "lease", Err: fmt.Errorf("%s is under the millisecond precision of a lease", s.lease)}
 	}
 	if s.cluster, _ = cfg.Client.(*redis.ClusterClient); s.cluster != nil {
 		s.tags = slotTags()

@@ -78,9 +78,6 @@ type Config struct {
 	Static fs.FS
 }
 
-// DefaultTakeoverRole is the role that may take a lock over when none is configured.
-const DefaultTakeoverRole = "Locks.TakeOver"
-
 // Server is the HTTP side of lockhub, an http.Handler serving every route of
 // PROTOCOL.md §5 and §7. It is safe for concurrent use.
 type Server struct {
@@ -109,7 +106,7 @@ func New(cfg Config) (*Server, error) {
 		store:        cfg.Store,
 		verifier:     cfg.Verifier,
 		dev:          cfg.DevTokens,
-		takeoverRole: cmp.Or(cfg.TakeoverRole, DefaultTakeoverRole),
+		takeoverRole: cmp.Or(cfg.TakeoverRole, auth.DefaultTakeoverRole),
 		log:          cfg.Logger,
 		static:       cfg.Static,
 		app:          cfg.App,

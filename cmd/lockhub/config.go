@@ -6,268 +6,236 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/hub"
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
 )
 
-// Config is every setting of PROTOCOL.md §7, parsed and validated.
+// Config is every setting of PROTOCOL.md §7, mapped onto the Configs of the packages
+// that own them. Each default and each validation lives there, once: a flag's default
+// is the owner's exported default, and a value the owner cannot use is refused by its
+// constructor with a *protocol.SettingError, which Run names as the flag.
 type Config struct {
-	Listen         string
-	RedisURL       string // empty: an embedded Redis in the process
-	RedisCluster   bool
-	JWKSURL        string // empty: development tokens
-	Issuer         string
-	Audience       string
-	Claims         auth.ClaimNames
-	Lockable       []string
-	Lease          time.Duration
-	RenewEvery     time.Duration
-	ReleaseGrace   time.Duration
-	DemoRedisURL   string // empty: the lock Redis
-	DemoCluster    bool   // DemoRedisURL is a cluster seed
-	AllowedOrigins []string
-	TakeoverRole   string
-	LogLevel       slog.Level
+	Listen       string
+	RedisURL     string // empty: an embedded Redis in the process
+	RedisCluster bool
+	DemoRedisURL string // empty: the lock Redis
+	DemoCluster  bool   // DemoRedisURL is a cluster seed
+	Lockable     []string
+	// JWKS checks production tokens; URL empty means development tokens. Its Claims
+	// are the claim names of either.
+	JWKS     auth.JWKSConfig
+	Store    locks.Config // Lease
+	Hub      hub.Config   // ReleaseGrace, RenewEvery, TakeoverRole, AllowedOrigins
+	LogLevel slog.Level
 }
 
 // Development reports whether tokens are the server's own (no JWKS configured).
-func (c Config) Development() bool { return c.JWKSURL == "" }
+func (c Config) Development() bool { return c.JWKS.URL == "" }
 
-// setting is one setting: a flag and its environment variable (the flag wins).
-type setting struct {
-	flag, env, def, usage string
-	isBool                bool
-	value                 string // after parsing: flag, else environment, else def
-	from                  string // where value came from, for error messages
+// envPrefix makes a flag's environment variable: --redis-url is LOCKHUB_REDIS_URL.
+const envPrefix = "LOCKHUB_"
+
+// envName returns the environment variable of flag name.
+func envName(name string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
-func (s *setting) String() string { return s.value }
+// flags registers every setting on fs, bound to c, in the order -h shows them.
+func (c *Config) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Listen, "listen", ":8080", "HTTP and WebSocket address")
+	fs.StringVar(&c.RedisURL, "redis-url", "", "redis:// or rediss:// URL of the lock Redis, credentials in the URL (empty: an embedded Redis in this process)")
+	fs.BoolVar(&c.RedisCluster, "redis-cluster", false, "treat --redis-url as a Redis Cluster seed (more seeds as ?addr=host:port)")
+	fs.StringVar(&c.JWKS.URL, "jwks-url", "", "where the token signing keys are (empty: development tokens from POST /dev/token)")
+	fs.StringVar(&c.JWKS.Issuer, "issuer", "", "required token issuer (iss), with --jwks-url")
+	fs.StringVar(&c.JWKS.Audience, "audience", "", "required token audience (aud), with --jwks-url")
+	nonEmpty(fs, &c.JWKS.Claims.Tenant, "claim-tenant", auth.DefaultTenantClaim, "token claim naming the tenant")
+	nonEmpty(fs, &c.JWKS.Claims.OID, "claim-oid", auth.DefaultOIDClaim, "token claim naming the user's object id (the lock holder)")
+	nonEmpty(fs, &c.JWKS.Claims.Name, "claim-name", auth.DefaultNameClaim, "token claim naming the user's display name")
+	nonEmpty(fs, &c.JWKS.Claims.Roles, "claim-roles", auth.DefaultRolesClaim, "token claim listing the user's roles")
+	c.Lockable = []string{locks.DefaultLockable}
+	fs.Func("lockable", "comma-separated lockable entity types (default "+locks.DefaultLockable+")", func(s string) error {
+		c.Lockable = nil
+		for t := range strings.SplitSeq(s, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				c.Lockable = append(c.Lockable, t)
+			}
+		}
+		if len(c.Lockable) == 0 {
+			return errors.New("names no type")
+		}
+		return nil
+	})
+	fs.DurationVar(&c.Store.Lease, "lease", locks.DefaultLease, "how long a claim holds a lock without renewal")
+	fs.DurationVar(&c.Hub.RenewEvery, "renew-every", hub.DefaultRenewEvery, "how often clients renew their locks; shorter than --lease")
+	fs.DurationVar(&c.Hub.ReleaseGrace, "release-grace", hub.DefaultReleaseGrace, "how long after a socket closes its locks are released")
+	fs.StringVar(&c.DemoRedisURL, "demo-redis-url", "", "redis:// or rediss:// URL where the demo domain keeps its rows (empty: the lock Redis)")
+	fs.BoolVar(&c.DemoCluster, "demo-redis-cluster", false, "treat --demo-redis-url as a Redis Cluster seed (more seeds as ?addr=host:port)")
+	fs.Func("allowed-origins", "comma-separated WebSocket Origin allow-list, '*' for one DNS label (empty: same origin)", func(s string) error {
+		var err error
+		c.Hub.AllowedOrigins, err = hub.ParseOrigins(s)
+		return err
+	})
+	nonEmpty(fs, &c.Hub.TakeoverRole, "takeover-role", auth.DefaultTakeoverRole, "role that may take a lock over")
+	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
+}
 
-func (s *setting) Set(v string) error { s.value, s.from = v, "--"+s.flag; return nil }
+// nonEmpty registers a string flag that may not be given empty: its zero value would
+// silently mean the default, which a flag given as --name= did not ask for.
+func nonEmpty(fs *flag.FlagSet, p *string, name, def, usage string) {
+	*p = def
+	fs.Func(name, usage+" (default "+def+")", func(s string) error {
+		if s = strings.TrimSpace(s); s == "" {
+			return errors.New("must not be empty")
+		}
+		*p = s
+		return nil
+	})
+}
 
-// IsBoolFlag lets a boolean setting be given as a bare --flag.
-func (s *setting) IsBoolFlag() bool { return s.isBool }
-
-// settings lists the settings in the order -h shows them.
-func settings() []*setting {
-	return []*setting{
-		{flag: "listen", env: "LOCKHUB_LISTEN", def: ":8080", usage: "HTTP and WebSocket address"},
-		{flag: "redis-url", env: "LOCKHUB_REDIS_URL", usage: "redis:// or rediss:// URL of the lock Redis, credentials in the URL (empty: an embedded Redis in this process)"},
-		{flag: "redis-cluster", env: "LOCKHUB_REDIS_CLUSTER", def: "false", isBool: true, usage: "treat --redis-url as a Redis Cluster seed (more seeds as ?addr=host:port)"},
-		{flag: "jwks-url", env: "LOCKHUB_JWKS_URL", usage: "where the token signing keys are (empty: development tokens from POST /dev/token)"},
-		{flag: "issuer", env: "LOCKHUB_ISSUER", usage: "required token issuer (iss), with --jwks-url"},
-		{flag: "audience", env: "LOCKHUB_AUDIENCE", usage: "required token audience (aud), with --jwks-url"},
-		{flag: "claim-tenant", env: "LOCKHUB_CLAIM_TENANT", def: "tid", usage: "token claim naming the tenant"},
-		{flag: "claim-oid", env: "LOCKHUB_CLAIM_OID", def: "oid", usage: "token claim naming the user's object id (the lock holder)"},
-		{flag: "claim-name", env: "LOCKHUB_CLAIM_NAME", def: "name", usage: "token claim naming the user's display name"},
-		{flag: "claim-roles", env: "LOCKHUB_CLAIM_ROLES", def: "roles", usage: "token claim listing the user's roles"},
-		{flag: "lockable", env: "LOCKHUB_LOCKABLE", def: "ApprovalRequest", usage: "comma-separated lockable entity types"},
-		{flag: "lease", env: "LOCKHUB_LEASE", def: "5m", usage: "how long a claim holds a lock without renewal"},
-		{flag: "renew-every", env: "LOCKHUB_RENEW_EVERY", def: "2m", usage: "how often clients renew their locks; shorter than --lease"},
-		{flag: "release-grace", env: "LOCKHUB_RELEASE_GRACE", def: "10s", usage: "how long after a socket closes its locks are released"},
-		{flag: "demo-redis-url", env: "LOCKHUB_DEMO_REDIS_URL", usage: "redis:// or rediss:// URL where the demo domain keeps its rows (empty: the lock Redis)"},
-		{flag: "demo-redis-cluster", env: "LOCKHUB_DEMO_REDIS_CLUSTER", def: "false", isBool: true, usage: "treat --demo-redis-url as a Redis Cluster seed (more seeds as ?addr=host:port)"},
-		{flag: "allowed-origins", env: "LOCKHUB_ALLOWED_ORIGINS", usage: "comma-separated WebSocket Origin allow-list, '*' for one DNS label (empty: same origin)"},
-		{flag: "takeover-role", env: "LOCKHUB_TAKEOVER_ROLE", def: "Locks.TakeOver", usage: "role that may take a lock over"},
-		{flag: "log-level", env: "LOCKHUB_LOG_LEVEL", def: "info", usage: "debug, info, warn or error"},
+// check applies the rules that join settings of several owners, which only the binary
+// knows: which Redis is meant, and whether production was meant.
+func (s *settings) check() error {
+	var errs []error
+	if s.RedisCluster && s.RedisURL == "" {
+		errs = append(errs, s.named("redis-cluster", errors.New("needs --redis-url: the embedded Redis is not a cluster")))
 	}
+	if s.DemoCluster && s.DemoRedisURL == "" {
+		errs = append(errs, s.named("demo-redis-cluster", errors.New("needs --demo-redis-url: without it the demo rows live in the lock Redis")))
+	}
+	if s.Development() {
+		// Without a JWKS the server mints its own tokens: an issuer or audience without
+		// a JWKS means production was meant.
+		for name, v := range map[string]string{"issuer": s.JWKS.Issuer, "audience": s.JWKS.Audience} {
+			if v != "" {
+				errs = append(errs, s.named(name, errors.New("is set but --jwks-url is not: without a JWKS lockhub would run in development mode")))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // configError is a setting that cannot be used; the binary exits with status 2.
 type configError struct {
-	setting *setting
-	err     error
+	name string // the flag, without dashes
+	from string // where the value came from: "flag", "env" or "" (the default)
+	err  error
 }
 
 func (e *configError) Error() string {
-	switch e.setting.from {
-	case "--" + e.setting.flag:
-		return fmt.Sprintf("--%s: %v", e.setting.flag, e.err)
-	case e.setting.env:
-		return fmt.Sprintf("%s (--%s): %v", e.setting.env, e.setting.flag, e.err)
+	switch e.from {
+	case "flag":
+		return fmt.Sprintf("--%s: %v", e.name, e.err)
+	case "env":
+		return fmt.Sprintf("%s (--%s): %v", envName(e.name), e.name, e.err)
 	}
-	return fmt.Sprintf("--%s (%s): %v", e.setting.flag, e.setting.env, e.err)
+	return fmt.Sprintf("--%s (%s): %v", e.name, envName(e.name), e.err)
 }
 
 func (e *configError) Unwrap() error { return e.err }
 
+// settings is the parsed command line and environment.
+type settings struct {
+	Config
+	from map[string]string // flag name: "flag" or "env"; absent for a default
+}
+
+// settingError names the setting of err, a *protocol.SettingError from a constructor,
+// as the flag or variable its value came from; other errors are returned as they are.
+func (s *settings) settingError(err error) error {
+	var se *protocol.SettingError
+	if errors.As(err, &se) {
+		return &configError{name: se.Setting, from: s.from[se.Setting], err: se.Err}
+	}
+	return err
+}
+
+// named attributes err to flag name, as the flag or variable its value came from.
+func (s *settings) named(name string, err error) error {
+	return &configError{name: name, from: s.from[name], err: err}
+}
+
+// collecting wraps a flag's Value so that a bad value is recorded, and parsing goes on
+// to find every bad setting at once.
+type collecting struct {
+	flag.Value
+	name string
+	errs *[]error
+}
+
+func (c collecting) Set(s string) error {
+	if err := c.Value.Set(s); err != nil {
+		*c.errs = append(*c.errs, &configError{name: c.name, from: "flag", err: describe(c.Value, s, err)})
+	}
+	return nil
+}
+
+// IsBoolFlag lets a boolean setting be given as a bare --flag.
+func (c collecting) IsBoolFlag() bool {
+	b, ok := c.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// describe says what is wrong with value s of v: the standard typed values answer
+// only "parse error".
+func describe(v flag.Value, s string, err error) error {
+	g, ok := v.(flag.Getter)
+	if !ok {
+		return err // a Func: its own message
+	}
+	switch g.Get().(type) {
+	case time.Duration:
+		return fmt.Errorf("%q is not a Go duration (like 90s, 5m or 1h30m)", s)
+	case bool:
+		return fmt.Errorf("%q is not true or false", s)
+	case slog.Level:
+		return fmt.Errorf("%q is not debug, info, warn or error", s)
+	}
+	return fmt.Errorf("%q: %w", s, err)
+}
+
 // parseConfig reads the settings from args, then the environment for those args leave
-// out (an empty variable counts as unset), then the defaults, and validates them.
-// -h prints the usage to usage and returns flag.ErrHelp.
-func parseConfig(args []string, lookupEnv func(string) (string, bool), usage io.Writer) (Config, error) {
+// out (an empty variable counts as unset), then the owners' defaults. It reports
+// every value that does not parse, each named by its flag or variable; values that
+// parse are judged by the constructors Run calls. -h prints the usage to usage and
+// returns flag.ErrHelp.
+func parseConfig(args []string, lookupEnv func(string) (string, bool), usage io.Writer) (*settings, error) {
+	s := &settings{from: map[string]string{}}
 	fs := flag.NewFlagSet("lockhub", flag.ContinueOnError)
 	fs.SetOutput(usage)
-	all := settings()
-	byFlag := map[string]*setting{}
-	for _, s := range all {
-		s.value, s.from = s.def, "the default"
-		byFlag[s.flag] = s
-		fs.Var(s, s.flag, s.usage+" ["+s.env+"]")
-	}
+	s.flags(fs)
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		f.Value = collecting{Value: f.Value, name: f.Name, errs: &errs}
+		f.Usage += " [" + envName(f.Name) + "]"
+	})
 	fs.Usage = func() {
 		fmt.Fprintf(usage, "lockhub: an edit-lock service (HTTP API, WebSocket hub, demo page).\n\nUsage: lockhub [flags]\n\nEvery flag may be given as the environment variable in brackets; a flag wins.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return Config{}, err
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q: every setting is a --flag", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %q: every setting is a --flag", fs.Arg(0))
 	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for _, s := range all {
-		if given[s.flag] {
-			continue
+	fs.Visit(func(f *flag.Flag) { s.from[f.Name] = "flag" })
+	fs.VisitAll(func(f *flag.Flag) {
+		if s.from[f.Name] != "" {
+			return
 		}
-		if v, ok := lookupEnv(s.env); ok && v != "" {
-			s.value, s.from = v, s.env
+		v, ok := lookupEnv(envName(f.Name))
+		if !ok || v == "" {
+			return
 		}
-	}
-	return validate(byFlag)
-}
-
-// validate turns the settings into a Config; every error names its setting.
-func validate(s map[string]*setting) (Config, error) {
-	var c Config
-	var errs []error
-	bad := func(name string, err error) { errs = append(errs, &configError{setting: s[name], err: err}) }
-	str := func(name string) string { return strings.TrimSpace(s[name].value) }
-
-	c.Listen = str("listen")
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		bad("listen", fmt.Errorf("%q is not a host:port address (like :8080 or 127.0.0.1:8080)", c.Listen))
-	}
-
-	var err error
-	if c.RedisCluster, err = strconv.ParseBool(str("redis-cluster")); err != nil {
-		bad("redis-cluster", fmt.Errorf("%q is not true or false", str("redis-cluster")))
-	}
-	c.RedisURL = str("redis-url")
-	if c.RedisURL != "" {
-		if err := checkRedisURL(c.RedisURL, c.RedisCluster); err != nil {
-			bad("redis-url", err)
+		s.from[f.Name] = "env"
+		if err := f.Value.(collecting).Value.Set(v); err != nil {
+			errs = append(errs, &configError{name: f.Name, from: "env", err: describe(f.Value.(collecting).Value, v, err)})
 		}
-	} else if c.RedisCluster {
-		bad("redis-cluster", errors.New("needs --redis-url: the embedded Redis is not a cluster"))
-	}
-	if c.DemoCluster, err = strconv.ParseBool(str("demo-redis-cluster")); err != nil {
-		bad("demo-redis-cluster", fmt.Errorf("%q is not true or false", str("demo-redis-cluster")))
-	}
-	c.DemoRedisURL = str("demo-redis-url")
-	if c.DemoRedisURL != "" {
-		if err := checkRedisURL(c.DemoRedisURL, c.DemoCluster); err != nil {
-			bad("demo-redis-url", err)
-		}
-	} else if c.DemoCluster {
-		bad("demo-redis-cluster", errors.New("needs --demo-redis-url: without it the demo rows live in the lock Redis"))
-	}
-
-	c.JWKSURL, c.Issuer, c.Audience = str("jwks-url"), str("issuer"), str("audience")
-	if c.JWKSURL != "" {
-		if u, err := url.Parse(c.JWKSURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			bad("jwks-url", fmt.Errorf("%q is not an http or https URL", c.JWKSURL))
-		}
-		if c.Issuer == "" {
-			bad("issuer", errors.New("is required with --jwks-url: tokens of any issuer would pass"))
-		}
-		if c.Audience == "" {
-			bad("audience", errors.New("is required with --jwks-url: tokens for any service would pass"))
-		}
-	} else {
-		// Without a JWKS the server runs in development mode and mints its own tokens:
-		// an issuer or audience without a JWKS means production was meant.
-		for _, name := range []string{"issuer", "audience"} {
-			if str(name) != "" {
-				bad(name, errors.New("is set but --jwks-url is not: without a JWKS lockhub would run in development mode"))
-			}
-		}
-	}
-	c.Claims = auth.ClaimNames{Tenant: str("claim-tenant"), OID: str("claim-oid"), Name: str("claim-name"), Roles: str("claim-roles")}
-	for _, name := range []string{"claim-tenant", "claim-oid", "claim-name", "claim-roles"} {
-		if str(name) == "" {
-			bad(name, errors.New("must name a claim"))
-		}
-	}
-
-	for t := range strings.SplitSeq(str("lockable"), ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			c.Lockable = append(c.Lockable, t)
-		}
-	}
-	if len(c.Lockable) == 0 {
-		bad("lockable", errors.New("names no type"))
-	} else if _, err := locks.NewRegistry(c.Lockable...); err != nil {
-		bad("lockable", errors.New(strings.TrimPrefix(err.Error(), "locks: ")))
-	}
-
-	durations := []struct {
-		name string
-		to   *time.Duration
-	}{{"lease", &c.Lease}, {"renew-every", &c.RenewEvery}, {"release-grace", &c.ReleaseGrace}}
-	durOK := true
-	for _, d := range durations {
-		v, err := time.ParseDuration(str(d.name))
-		switch {
-		case err != nil:
-			bad(d.name, fmt.Errorf("%q is not a Go duration (like 90s, 5m or 1h30m)", str(d.name)))
-			durOK = false
-		case v <= 0:
-			bad(d.name, fmt.Errorf("%s must be positive", v))
-			durOK = false
-		case v < time.Millisecond:
-			bad(d.name, fmt.Errorf("%s is under the millisecond precision of a lease", v))
-			durOK = false
-		}
-		*d.to = v
-	}
-	if durOK && c.RenewEvery >= c.Lease {
-		bad("renew-every", fmt.Errorf("%s is not shorter than --lease %s: locks would run out between renewals", c.RenewEvery, c.Lease))
-	}
-
-	if c.AllowedOrigins, err = hub.ParseOrigins(str("allowed-origins")); err != nil {
-		bad("allowed-origins", errors.New(strings.TrimPrefix(err.Error(), "hub: ")))
-	}
-	if c.TakeoverRole = str("takeover-role"); c.TakeoverRole == "" {
-		bad("takeover-role", errors.New("must name a role"))
-	}
-	if err := c.LogLevel.UnmarshalText([]byte(str("log-level"))); err != nil {
-		bad("log-level", fmt.Errorf("%q is not debug, info, warn or error", str("log-level")))
-	}
-	return c, errors.Join(errs...)
-}
-
-// checkRedisURL parses a Redis URL as locks.NewClient will.
-func checkRedisURL(u string, cluster bool) error {
-	var err error
-	if cluster {
-		_, err = redis.ParseClusterURL(u)
-	} else {
-		_, err = redis.ParseURL(u)
-	}
-	if err != nil {
-		// go-redis's message may quote the URL, credentials and all: say what is wrong
-		// without repeating it.
-		return fmt.Errorf("not a usable redis:// or rediss:// URL (%s)", redactURL(err.Error(), u))
-	}
-	return nil
-}
-
-// redactURL removes u, and its password, from msg.
-func redactURL(msg, u string) string {
-	if p, err := url.Parse(u); err == nil && p.User != nil {
-		if pw, ok := p.User.Password(); ok && pw != "" {
-			msg = strings.ReplaceAll(msg, pw, "xxxxx")
-		}
-	}
-	return strings.ReplaceAll(msg, u, "<url>")
+	})
+	return s, errors.Join(errs...)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/lockhub/lockhub/hub"
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
 	"github.com/lockhub/lockhub/web"
 	"github.com/lockhub/lockhub/web/demo"
 )
@@ -150,10 +151,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		return fmt.Errorf("%w: %w", errUsage, err)
 	}
+	if err := cfg.check(); err != nil {
+		return err
+	}
 	m.level.Set(cfg.LogLevel)
 
 	// Everything below is owned by Run: started here, stopped and joined before it
-	// returns, in reverse order.
+	// returns, in reverse order. A constructor's *protocol.SettingError is named as
+	// the flag or variable its value came from.
 	var closers []func()
 	defer func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -168,37 +173,34 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	demoRDB := lockRDB
 	if cfg.DemoRedisURL != "" {
 		if demoRDB, err = locks.NewClient(cfg.DemoRedisURL, cfg.DemoCluster); err != nil {
-			return err // validated already; kept for safety
+			return cfg.named("demo-redis-url", err)
 		}
 		closers = append(closers, func() { _ = demoRDB.Close() })
 	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	lockable, err := locks.NewRegistry(cfg.Lockable...)
-	if err != nil {
-		return err
+	if cfg.Store.Registry, err = locks.NewRegistry(cfg.Lockable...); err != nil {
+		return cfg.settingError(err)
 	}
-	store, err := locks.NewStore(locks.Config{Client: lockRDB, Registry: lockable, Lease: cfg.Lease, Logger: log, Registerer: reg})
+	cfg.Store.Client, cfg.Store.Logger, cfg.Store.Registerer = lockRDB, log, reg
+	store, err := locks.NewStore(cfg.Store)
 	if err != nil {
-		return err
+		return cfg.settingError(err)
 	}
 
 	// The JWKS cache refreshes in the background until authCtx is done.
 	authCtx, stopAuth := context.WithCancel(context.WithoutCancel(ctx))
 	closers = append(closers, stopAuth)
-	verifier, dev, err := m.verifier(authCtx, cfg)
+	verifier, dev, err := m.verifier(authCtx, cfg.Config)
 	if err != nil {
-		return err
+		return cfg.settingError(err)
 	}
 
-	h, err := hub.New(hub.Config{
-		Store: store, Verifier: verifier, Logger: log, Registerer: reg,
-		AllowedOrigins: cfg.AllowedOrigins, TakeoverRole: cfg.TakeoverRole,
-		ReleaseGrace: cfg.ReleaseGrace, RenewEvery: cfg.RenewEvery,
-	})
+	cfg.Hub.Store, cfg.Hub.Verifier, cfg.Hub.Logger, cfg.Hub.Registerer = store, verifier, log, reg
+	h, err := hub.New(cfg.Hub)
 	if err != nil {
-		return err
+		return cfg.settingError(err)
 	}
 	app, err := demo.New(demo.Config{Rows: demoRDB, Locks: store, Verifier: verifier, Logger: log, Registerer: reg})
 	if err != nil {
@@ -206,7 +208,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	wcfg := web.Config{
 		Store: store, Verifier: verifier, Hub: h, App: app,
-		TakeoverRole: cfg.TakeoverRole, Logger: log, Registerer: reg, Gatherer: reg,
+		TakeoverRole: cfg.Hub.TakeoverRole, Logger: log, Registerer: reg, Gatherer: reg,
 	}
 	if dev != nil {
 		wcfg.DevTokens = dev
@@ -218,7 +220,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)
+		return cfg.named("listen", err)
 	}
 	srv := &http.Server{
 		Handler:           handler,
@@ -246,7 +248,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	close(m.ready)
 	log.Info("lockhub is up; open "+browserURL(ln.Addr())+" in a browser",
 		slog.String("listen", m.addr), slog.Bool("development", cfg.Development()),
-		slog.Any("lockable", cfg.Lockable), slog.String("lease", cfg.Lease.String()))
+		slog.Any("lockable", store.Registry().Types()), slog.String("lease", store.Lease().String()))
 
 	var runErr error
 	select {
@@ -281,11 +283,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 // lockRedis returns the client of the lock Redis: the one --redis-url names, or an
 // embedded Redis in this process.
-func (m *Main) lockRedis(cfg Config, closers *[]func()) (redis.UniversalClient, error) {
+func (m *Main) lockRedis(cfg *settings, closers *[]func()) (redis.UniversalClient, error) {
 	if cfg.RedisURL != "" {
 		c, err := locks.NewClient(cfg.RedisURL, cfg.RedisCluster)
 		if err != nil {
-			return nil, err // validated already; kept for safety
+			return nil, cfg.named("redis-url", err)
 		}
 		*closers = append(*closers, func() { _ = c.Close() })
 		return c, nil
@@ -311,15 +313,20 @@ func (m *Main) verifier(ctx context.Context, cfg Config) (auth.Verifier, *auth.D
 	if !cfg.Development() {
 		// The first fetch is bounded by the JWKS client's timeout; the cache then
 		// refreshes until ctx is done.
-		a, err := auth.NewJWKS(ctx, auth.JWKSConfig{URL: cfg.JWKSURL, Issuer: cfg.Issuer, Audience: cfg.Audience, Claims: cfg.Claims})
-		if err != nil {
-			return nil, nil, fmt.Errorf("--jwks-url: %w", err)
+		a, err := auth.NewJWKS(ctx, cfg.JWKS)
+		var se *protocol.SettingError
+		if err != nil && !errors.As(err, &se) {
+			// The first fetch failed: the URL is the setting at fault.
+			err = &protocol.SettingError{Setting: "jwks-url", Err: err}
 		}
-		m.log.Info("tokens are checked against the JWKS", slog.String("jwks", cfg.JWKSURL),
-			slog.String("issuer", cfg.Issuer), slog.String("audience", cfg.Audience))
+		if err != nil {
+			return nil, nil, err
+		}
+		m.log.Info("tokens are checked against the JWKS", slog.String("jwks", cfg.JWKS.URL),
+			slog.String("issuer", cfg.JWKS.Issuer), slog.String("audience", cfg.JWKS.Audience))
 		return a, nil, nil
 	}
-	dev, err := auth.NewDev(auth.DevConfig{Claims: cfg.Claims})
+	dev, err := auth.NewDev(auth.DevConfig{Claims: cfg.JWKS.Claims})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -199,8 +200,9 @@ func TestConfigErrorsListEveryBadSetting(t *testing.T) {
 }
 
 func TestConfigErrorHidesPassword(t *testing.T) {
-	_, err := parseConfig([]string{"--redis-url", "redis://user:s3cr3t@host:port"}, env(), io.Discard)
-	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
+	m := &Main{Args: []string{"--redis-url", "redis://user:s3cr3t@host:port"}, LookupEnv: env(), Stdout: io.Discard, Stderr: io.Discard}
+	err := m.Run(t.Context())
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "--redis-url") {
 		t.Fatalf("error %v", err)
 	}
 }
@@ -212,13 +214,13 @@ func TestConfigFlagWinsOverEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Lease != 7*time.Minute || c.RenewEvery != 3*time.Minute || !c.RedisCluster || c.RedisURL != "redis://a:7000" {
+	if c.Store.Lease != 7*time.Minute || c.Hub.RenewEvery != 3*time.Minute || !c.RedisCluster || c.RedisURL != "redis://a:7000" {
 		t.Fatalf("config %+v", c)
 	}
-	if strings.Join(c.Lockable, ",") != "Order,ApprovalRequest" || len(c.AllowedOrigins) != 2 {
+	if strings.Join(c.Lockable, ",") != "Order,ApprovalRequest" || len(c.Hub.AllowedOrigins) != 2 {
 		t.Fatalf("config %+v", c)
 	}
-	if c.TakeoverRole != "Locks.TakeOver" || c.ReleaseGrace != 10*time.Second || c.Listen != ":8080" || !c.Development() {
+	if c.Hub.TakeoverRole != "Locks.TakeOver" || c.Hub.ReleaseGrace != 10*time.Second || c.Listen != ":8080" || !c.Development() {
 		t.Fatalf("defaults: %+v", c) // an empty variable counts as unset
 	}
 }
@@ -229,9 +231,20 @@ func TestHelp(t *testing.T) {
 	if err := m.Run(t.Context()); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("Run -h: %v", err)
 	}
-	for _, s := range settings() {
-		if !strings.Contains(usage.String(), "-"+s.flag) || !strings.Contains(usage.String(), s.env) {
-			t.Fatalf("usage lacks %s / %s:\n%s", s.flag, s.env, usage.String())
+	// Every flag the binary has, and every setting of PROTOCOL.md §7 among them.
+	var flags []string
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	new(Config).flags(fs)
+	fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
+	for _, name := range []string{"listen", "redis-url", "redis-cluster", "jwks-url", "issuer", "audience",
+		"lockable", "lease", "renew-every", "release-grace", "demo-redis-url", "allowed-origins", "takeover-role"} {
+		if !slices.Contains(flags, name) {
+			t.Errorf("no flag --%s", name)
+		}
+	}
+	for _, name := range flags {
+		if !strings.Contains(usage.String(), "-"+name) || !strings.Contains(usage.String(), envName(name)) {
+			t.Fatalf("usage lacks %s / %s:\n%s", name, envName(name), usage.String())
 		}
 	}
 }

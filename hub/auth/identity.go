@@ -41,6 +41,18 @@ type Verifier interface {
 // close code 4401 or HTTP 401.
 var ErrUnauthorized = errors.New("auth: unauthorized")
 
+// DefaultTakeoverRole is the role that may take a lock over (PROTOCOL.md §6) when none
+// is configured: setting "takeover-role".
+const DefaultTakeoverRole = "Locks.TakeOver"
+
+// The default claim names of ClaimNames.
+const (
+	DefaultTenantClaim = "tid"
+	DefaultOIDClaim    = "oid"
+	DefaultNameClaim   = "name"
+	DefaultRolesClaim  = "roles"
+)
+
 // ClaimNames names the token claims an Identity is read from. Each zero field means
 // its default: Tenant "tid", OID "oid", Name "name", Roles "roles".
 type ClaimNames struct {
@@ -49,10 +61,10 @@ type ClaimNames struct {
 
 func (c ClaimNames) withDefaults() ClaimNames {
 	return ClaimNames{
-		Tenant: cmp.Or(c.Tenant, "tid"),
-		OID:    cmp.Or(c.OID, "oid"),
-		Name:   cmp.Or(c.Name, "name"),
-		Roles:  cmp.Or(c.Roles, "roles"),
+		Tenant: cmp.Or(c.Tenant, DefaultTenantClaim),
+		OID:    cmp.Or(c.OID, DefaultOIDClaim),
+		Name:   cmp.Or(c.Name, DefaultNameClaim),
+		Roles:  cmp.Or(c.Roles, DefaultRolesClaim),
 	}
 }
 

@@ -14,16 +14,18 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
 	"github.com/lestrrat-go/jwx/v2/jwt"
+
+	"github.com/lockhub/lockhub/protocol"
 )
 
 // JWKSConfig configures a JWKS. URL, Issuer and Audience are required.
 type JWKSConfig struct {
-	// URL is where the signing keys are, http or https. Required. It is the only URL
-	// ever fetched: none is derived from a token (no jku, no x5u).
+	// URL is where the signing keys are, http or https: setting "jwks-url". Required.
+	// It is the only URL ever fetched: none is derived from a token (no jku, no x5u).
 	URL string
-	// Issuer is the required "iss" of every token. Required.
+	// Issuer is the required "iss" of every token: setting "issuer". Required.
 	Issuer string
-	// Audience must be one of the "aud" of every token. Required.
+	// Audience must be one of the "aud" of every token: setting "audience". Required.
 	Audience string
 	// Claims names the claims an Identity is read from. Zero fields mean the defaults
 	// of ClaimNames.
@@ -63,10 +65,13 @@ const unknownKidRefetch = 30 * time.Second
 func NewJWKS(ctx context.Context, cfg JWKSConfig) (*JWKS, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("auth: JWKSConfig.URL %q must be an http or https URL", cfg.URL)
+		return nil, &protocol.SettingError{Setting: "jwks-url", Err: fmt.Errorf("%q is not an http or https URL", cfg.URL)}
 	}
-	if cfg.Issuer == "" || cfg.Audience == "" {
-		return nil, errors.New("auth: JWKSConfig.Issuer and Audience are required with a JWKS")
+	if cfg.Issuer == "" {
+		return nil, &protocol.SettingError{Setting: "issuer", Err: errors.New("is required with a JWKS: tokens of any issuer would pass")}
+	}
+	if cfg.Audience == "" {
+		return nil, &protocol.SettingError{Setting: "audience", Err: errors.New("is required with a JWKS: tokens for any service would pass")}
 	}
 	if cfg.Leeway < 0 || cfg.Leeway > maxLeeway {
 		return nil, fmt.Errorf("auth: JWKSConfig.Leeway %s must be between 0 and %s", cfg.Leeway, maxLeeway)
