@@ -85,14 +85,17 @@ func TestAuthTimeout(t *testing.T) {
 	if d := time.Since(start); d < 100*time.Millisecond {
 		t.Fatalf("closed after %s, before the auth timeout", d)
 	}
-	// Authenticated in time: the timer is off.
+	// Authenticated in time: the timer is off. The barrier is a socket opened after ok
+	// that does not authenticate: once the hub has closed it, ok's timer, started
+	// earlier for as long, would have fired too.
 	ok, _ := th.dial("acme", "u-ada")
-	other, _ := th.dial("acme", "u-bob") // a barrier past the first socket's timeout
-	redistest.Eventually(t, "the auth timeout of the sockets to pass", func() bool { return time.Since(start) > 300*time.Millisecond })
+	wantClosed(t, th.authClock(), protocol.CloseAuthTimeout)
 	if _, err := ok.Mine(tctx(t)); err != nil {
 		t.Fatalf("authenticated socket closed: %v", err)
 	}
-	_ = other
+	if got := th.metric("lockhub_hub_closes_total", "code=4408"); got != 2 {
+		t.Errorf("4408 closes counted = %v, want 2: the sockets that did not authenticate", got)
+	}
 }
 
 func TestFrameTooLarge(t *testing.T) {
@@ -326,6 +329,7 @@ func TestRateLimitOneBurst(t *testing.T) {
 	const grace = 600 * time.Millisecond
 	th := startMini(t, hubOptions{hub: func(c *Config) {
 		c.RateLimit, c.RateBurst, c.OverRateGrace = 20, 5, grace
+		c.AuthTimeout = 2 * grace // the clock of the calm below
 	}})
 	c, _ := th.dial("acme", "u-ada")
 	ctx := tctx(t)
@@ -335,19 +339,45 @@ func TestRateLimitOneBurst(t *testing.T) {
 		}
 	}
 	redistest.Eventually(t, "rate_limited answers", func() bool { return th.metric("lockhub_hub_rate_limited_total") >= 1 })
-	// Calm for longer than the grace, one request at a time under the rate.
-	deadline := time.Now().Add(2 * grace)
-	tick := time.NewTicker(100 * time.Millisecond)
+	// Calm for longer than the grace, one request at a time under the rate, until the
+	// hub's auth timer of twice the grace, started after the burst, has fired.
+	clock := th.authClock()
+	tick := time.NewTicker(100 * time.Millisecond) // paces the requests: 10 a second
 	defer tick.Stop()
-	for time.Now().Before(deadline) {
-		<-tick.C
+	for calm := true; calm; {
+		select {
+		case <-clock.Done():
+			calm = false
+		case <-tick.C:
+		}
 		if _, err := c.Mine(ctx); err != nil && c.Err() != nil {
 			t.Fatalf("closed after one burst: %v", c.Err())
 		}
 	}
+	if code := clock.CloseStatus(); code != protocol.CloseAuthTimeout {
+		t.Fatalf("the clock socket closed with %d, want 4408 (%v)", code, clock.Err())
+	}
 	if _, err := c.Mine(ctx); err != nil {
 		t.Fatalf("after one burst and calm: %v", err)
 	}
+	// The first spell is forgotten: a second burst starts a spell of its own, answered
+	// rate_limited, where the first spell's grace, long run out, would close the socket.
+	limited := th.metric("lockhub_hub_rate_limited_total")
+	for i := range 12 {
+		if err := c.SendRaw(ctx, websocket.MessageText, unwatchFrame(1000+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	redistest.Eventually(t, "rate_limited answers to the second burst", func() bool {
+		return th.metric("lockhub_hub_rate_limited_total") > limited
+	})
+	redistest.Eventually(t, "a request served after the second burst", func() bool {
+		_, err := c.Mine(ctx)
+		if err != nil && c.Err() != nil {
+			t.Fatalf("closed by a second burst after calm: %v", c.Err())
+		}
+		return err == nil
+	})
 }
 
 func TestOrigin(t *testing.T) {
@@ -518,7 +548,10 @@ func itoa(i int) string {
 // TestPingAfterIdle: a client's ping long after the last frame is answered: the write
 // deadline of the last frame does not linger on the connection.
 func TestPingAfterIdle(t *testing.T) {
-	th := startMini(t, hubOptions{hub: func(c *Config) { c.WriteTimeout = 50 * time.Millisecond }})
+	th := startMini(t, hubOptions{hub: func(c *Config) {
+		c.WriteTimeout = 50 * time.Millisecond
+		c.AuthTimeout = 500 * time.Millisecond // the clock of the idle below; ws authenticates well within it
+	}})
 	ctx := tctx(t)
 	ws, _, err := websocket.Dial(ctx, th.url, &websocket.DialOptions{Subprotocols: []string{protocol.Subprotocol}})
 	if err != nil {
@@ -531,8 +564,9 @@ func TestPingAfterIdle(t *testing.T) {
 	if _, _, err := ws.Read(ctx); err != nil { // the welcome: the hub's writer ran
 		t.Fatal(err)
 	}
-	idle := time.Now()
-	redistest.Eventually(t, "the write timeout to pass", func() bool { return time.Since(idle) > 200*time.Millisecond })
+	// Idle past the write deadline: the hub's auth timer of a socket opened after the
+	// welcome, ten times the write timeout, has fired.
+	wantClosed(t, th.authClock(), protocol.CloseAuthTimeout)
 	readCtx := ws.CloseRead(ctx) // reads the pong
 	if err := ws.Ping(ctx); err != nil {
 		t.Fatalf("ping after idle: %v (%v)", err, readCtx.Err())

@@ -190,6 +190,15 @@ func (th *testHub) dial(tenant, oid string, roles ...string) (*protocol.Client, 
 	return c, w
 }
 
+// authClock opens a socket that never authenticates. The hub closes it with 4408 when
+// its timer of Config.AuthTimeout, started now, fires: a test whose subject is time
+// passing on the hub (an idle socket, a calm spell) waits on that close, an event of
+// the hub's own clock, not on the test's.
+func (th *testHub) authClock() *protocol.Client {
+	th.t.Helper()
+	return th.dialRaw()
+}
+
 func tctx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	t.Cleanup(cancel)
