@@ -2,7 +2,7 @@ package demo
 
 import (
 	"context"
-	"embed"
+	_ "embed" // the Lua scripts live in scripts/*.lua
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,16 +43,17 @@ func RowKey(tenant, uid string) string {
 // with, deleted ones included: demoidx:{<tenant>}:ApprovalRequest.
 func RowIndexKey(tenant string) string { return "demoidx:{" + tenant + "}:" + ApprovalRequestType }
 
-//go:embed scripts/*.lua
-var scriptFiles embed.FS
-
-func loadScript(name string) *redis.Script {
-	src, err := scriptFiles.ReadFile("scripts/" + name)
-	if err != nil {
-		panic("demo: embedded script missing: " + name)
-	}
-	return redis.NewScript(string(src))
-}
+// The demo store's scripts, each file's header documenting its KEYS, ARGV and reply,
+// embedded as the lock store embeds its own. redis.Script.Run sends EVALSHA and falls
+// back to EVAL when the server lacks the script.
+var (
+	//go:embed scripts/cas.lua
+	casSrc string
+	//go:embed scripts/delete.lua
+	deleteSrc string
+	//go:embed scripts/seed.lua
+	seedSrc string
+)
 
 // casAttempts bounds the compare-and-set retries of one write racing others.
 const casAttempts = 8
@@ -84,7 +85,7 @@ func newApprovalStore(rdb redis.UniversalClient, timeout time.Duration, log *slo
 	slices.SortFunc(seed, func(a, b ApprovalRequest) int { return compareUIDs(a.UID, b.UID) })
 	s := &approvalStore{
 		rdb: rdb, timeout: timeout, log: log, seed: seed,
-		cas: loadScript("cas.lua"), del: loadScript("delete.lua"), seedSc: loadScript("seed.lua"),
+		cas: redis.NewScript(casSrc), del: redis.NewScript(deleteSrc), seedSc: redis.NewScript(seedSrc),
 	}
 	for _, r := range seed {
 		if !locks.ValidOID(r.UID) { // the uid rule of PROTOCOL.md §1
