@@ -199,6 +199,21 @@ func (th *testHub) authClock() *protocol.Client {
 	return th.dialRaw()
 }
 
+// dialAs opens a socket authenticated as holder of tenant: dial with a name of the
+// test's choosing.
+func (th *testHub) dialAs(tenant string, holder protocol.Holder, roles ...string) *protocol.Client {
+	th.t.Helper()
+	tok, err := th.dev.Issue(tenant, holder.OID, holder.Name, roles)
+	if err != nil {
+		th.t.Fatal(err)
+	}
+	c := th.dialRaw()
+	if _, err := c.Auth(tctx(th.t), tok); err != nil {
+		th.t.Fatalf("auth: %v", err)
+	}
+	return c
+}
+
 func tctx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	t.Cleanup(cancel)
@@ -230,13 +245,39 @@ func wantEvent(t testing.TB, c *protocol.Client, op protocol.Op, uid string) pro
 	return ev
 }
 
-// noEvent checks that c has no event queued.
+// wantEventBy is wantEvent that also checks the lock's holder: where two tenants use
+// the same uid, the holder tells whose event it is.
+func wantEventBy(t testing.TB, c *protocol.Client, op protocol.Op, uid string, holder protocol.Holder) protocol.LockEvent {
+	t.Helper()
+	ev := wantEvent(t, c, op, uid)
+	if got := ev.Lock.Holder(); got != holder {
+		t.Fatalf("%s %s event held by %+v, want %+v", op, uid, got, holder)
+	}
+	return ev
+}
+
+// barrier makes a round trip on c. The hub writes c's frames in the order it queues
+// them, so an event it queued to c before it answered is in c.Events() once barrier
+// returns: noEvent after a barrier proves something when the event, had there been
+// one, was queued before the request was sent (because another watcher already has
+// it, or a later event of the same feed).
+func barrier(t testing.TB, c *protocol.Client) {
+	t.Helper()
+	if _, err := c.Mine(tctx(t)); err != nil {
+		t.Fatalf("barrier: %v", err)
+	}
+}
+
+// noEvent checks that c has no event queued, nor dropped any. Call it after a barrier.
 func noEvent(t testing.TB, c *protocol.Client) {
 	t.Helper()
 	select {
 	case ev := <-c.Events():
-		t.Fatalf("unexpected event %s %s/%s", ev.Op, ev.Lock.EntityType, ev.Lock.EntityUID)
+		t.Fatalf("unexpected event %s %s/%s held by %+v", ev.Op, ev.Lock.EntityType, ev.Lock.EntityUID, ev.Lock.Holder())
 	default:
+	}
+	if n := c.Dropped(); n != 0 {
+		t.Fatalf("%d events dropped by the client: unseen, not absent", n)
 	}
 }
 
