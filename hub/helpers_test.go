@@ -84,7 +84,10 @@ func startHub(t testing.TB, rdb redis.UniversalClient, o hubOptions) *testHub {
 		log = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	reg, _ := locks.NewRegistry("ApprovalRequest", "Invoice")
-	scfg := locks.Config{Client: rdb, Registry: reg, Logger: log, Timeout: 2 * time.Second}
+	// One registry for the hub's and the store's metrics, as cmd/lockhub has it: tests
+	// read why the store failed open.
+	preg := prometheus.NewRegistry()
+	scfg := locks.Config{Client: rdb, Registry: reg, Logger: log, Timeout: 2 * time.Second, Registerer: preg}
 	if o.store != nil {
 		o.store(&scfg)
 	}
@@ -98,7 +101,6 @@ func startHub(t testing.TB, rdb redis.UniversalClient, o hubOptions) *testHub {
 			t.Fatal(err)
 		}
 	}
-	preg := prometheus.NewRegistry()
 	cfg := Config{Store: store, Verifier: dev, Logger: log, Registerer: preg, ReleaseGrace: 200 * time.Millisecond,
 		SweepInterval: 50 * time.Millisecond}
 	if o.hub != nil {

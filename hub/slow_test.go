@@ -16,7 +16,8 @@ import (
 )
 
 // TestSlowReader: a watcher that stops reading is closed with 4429 once its send queue
-// overflows, and a fast watcher keeps getting every event promptly meanwhile.
+// overflows, and a fast watcher keeps getting every event meanwhile, each before the
+// next claim: the fan-out does not wait for the slow socket.
 func TestSlowReader(t *testing.T) {
 	th, _ := startReal(t, hubOptions{hub: func(c *Config) { c.SendQueue = 8 }, sndbuf: 8 << 10})
 	ctx := tctx(t)
@@ -37,19 +38,21 @@ func TestSlowReader(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var worst time.Duration
 	for i := 0; th.metric("lockhub_hub_slow_disconnects_total", "reason=queue") == 0; i++ {
 		if i == 2000 {
 			t.Fatal("the slow reader was never cut")
 		}
 		uid := "s-" + itoa(i)
-		start := time.Now()
 		expect(t, protocol.OutcomeAcquired)(claimer.Claim(ctx, typ, uid))
 		wantEvent(t, fast, protocol.OpAcquired, uid)
-		worst = max(worst, time.Since(start))
 	}
-	if worst > time.Second {
-		t.Errorf("the fast watcher waited up to %s for an event while the slow one clogged", worst)
+	// Cut by its queue, never by a write timing out: the fan-out queued and moved on.
+	// Had it waited on the slow socket's writes, the write timeout would have cut it.
+	if got := th.metric("lockhub_hub_slow_disconnects_total", "reason=write"); got != 0 {
+		t.Errorf("slow disconnects for a write timeout = %v, want 0", got)
+	}
+	if n := fast.Dropped(); n != 0 {
+		t.Errorf("the fast watcher dropped %d events", n)
 	}
 	// The slow client reads again: it drains what was written and finds 4429.
 	if code := drain(t, slow); code != protocol.CloseTooMany {
