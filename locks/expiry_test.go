@@ -99,7 +99,7 @@ func TestExpiryLeavesNothing(t *testing.T) {
 				checkLeftovers(t, c, r.tenant, r.leaseEnd)
 				return
 			}
-			eventually(t, 10*time.Second, "no key of the tenant left after the leases and a sweep", func() bool {
+			redistest.Eventually(t, "no key of the tenant left after the leases and a sweep", func() bool {
 				for _, typ := range reg.Types() {
 					if err := s.Sweep(ctx, r.tenant, typ); err != nil {
 						t.Fatal(err)
@@ -117,7 +117,7 @@ func TestExpiryLeavesNothing(t *testing.T) {
 func checkLeftovers(t *testing.T, c *redis.Client, tenant string, leaseEnd time.Time) {
 	t.Helper()
 	ctx := ctxT(t)
-	eventually(t, 10*time.Second, "the lock and sockets keys to die with their leases", func() bool {
+	redistest.Eventually(t, "the lock and sockets keys to die with their leases", func() bool {
 		return !slices.ContainsFunc(tenantKeys(t, c, tenant), func(k string) bool {
 			return strings.HasPrefix(k, "lock:") || strings.HasPrefix(k, "lockconn:")
 		})

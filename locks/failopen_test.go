@@ -82,7 +82,7 @@ func TestFailOpenStandaloneKilled(t *testing.T) {
 	}
 
 	srv.Restart(t)
-	eventually(t, 5*time.Second, "claims work after restart", func() bool {
+	redistest.Eventually(t, "claims work after restart", func() bool {
 		r, _ := s.Claim(ctx, ref, grace, "")
 		return r.Outcome == protocol.OutcomeAcquired
 	})
@@ -172,7 +172,7 @@ func TestClusterFailover(t *testing.T) {
 	killed := time.Now()
 	cl.KillMaster(t, slot)
 	n := 0
-	eventually(t, 15*time.Second, "a claim succeeds after failover", func() bool {
+	redistest.Eventually(t, "a claim succeeds after failover", func() bool {
 		n++
 		start := time.Now()
 		r, err := s.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("after-%d", n)}, ada, "")
@@ -187,13 +187,13 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("claims succeed again %s after the master was killed", time.Since(killed).Round(10*time.Millisecond))
 
 	// The feed rebuilt its subscriptions on the new master, said so, and delivers again.
-	eventually(t, 15*time.Second, "the feed resyncs after the failover", func() bool {
+	redistest.Eventually(t, "the feed resyncs after the failover", func() bool {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
 		return rec.resyncs > 0
 	})
 	ref := Ref{tenant, "ApprovalRequest", "after-feed"}
-	eventually(t, 10*time.Second, "events flow after the failover", func() bool {
+	redistest.Eventually(t, "events flow after the failover", func() bool {
 		s.Claim(ctx, ref, ada, "")
 		return len(rec.of(tenant, ref.UID)) > 0
 	})
@@ -303,17 +303,17 @@ func TestFeedResync(t *testing.T) {
 	ctx := ctxT(t)
 
 	srv.Kill(t)
-	eventually(t, 10*time.Second, "the feed notices", func() bool {
+	redistest.Eventually(t, "the feed notices", func() bool {
 		return strings.Contains(logs.String(), "lock change feed lost")
 	})
 	srv.Restart(t)
-	eventually(t, 10*time.Second, "Resync after the restart", func() bool {
+	redistest.Eventually(t, "Resync after the restart", func() bool {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
 		return rec.resyncs > 0
 	})
 	ref := Ref{"acme", "ApprovalRequest", "after"}
-	eventually(t, 10*time.Second, "events flow again", func() bool {
+	redistest.Eventually(t, "events flow again", func() bool {
 		a.Claim(ctx, ref, ada, "")
 		return len(rec.of("acme", "after")) > 0
 	})

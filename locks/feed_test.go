@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -59,7 +60,7 @@ func runFeed(t *testing.T, s *Store, via *Store, tenant string) *recorder {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	probe := Ref{tenant, "ApprovalRequest", "probe"}
-	eventually(t, 10*time.Second, "the feed is subscribed", func() bool {
+	redistest.Eventually(t, "the feed is subscribed", func() bool {
 		via.Claim(ctx, probe, ada, "")
 		via.Release(ctx, probe, ada, "")
 		return len(rec.of(tenant, "probe")) > 0
@@ -95,7 +96,7 @@ func testFeed(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) 
 	expect(t, protocol.OutcomeTakenOver)(b.Takeover(ctx, ref, margot, "", true))
 	expect(t, protocol.OutcomeReleased)(a.Release(ctx, ref, margot, ""))
 	want := "Acquired Renewed Renewed TakenOver Released "
-	eventually(t, 5*time.Second, "five events in order", func() bool { return len(rec.of(tenant, "r-1")) >= 5 })
+	redistest.Eventually(t, "five events in order", func() bool { return len(rec.of(tenant, "r-1")) >= 5 })
 	evs := rec.of(tenant, "r-1")
 	if got := ops(evs); got != want {
 		t.Fatalf("events %q, want %q", got, want)
@@ -186,7 +187,7 @@ func testExpiredOnce(t *testing.T, be backend) {
 		}
 		return total
 	}
-	eventually(t, 10*time.Second, "every lease announced as expired", func() bool {
+	redistest.Eventually(t, "every lease announced as expired", func() bool {
 		if be.advance != nil {
 			be.advance(50 * time.Millisecond)
 		}
@@ -197,7 +198,7 @@ func testExpiredOnce(t *testing.T, be backend) {
 	// Every sweeper's publish is done; a marker published now arrives after all of them.
 	marker := Ref{tenant, "ApprovalRequest", "marker"}
 	expect(t, protocol.OutcomeAcquired)(a.Claim(ctx, marker, ada, ""))
-	eventually(t, 5*time.Second, "the marker arrives", func() bool { return len(rec.of(tenant, "marker")) > 0 })
+	redistest.Eventually(t, "the marker arrives", func() bool { return len(rec.of(tenant, "marker")) > 0 })
 	if got := expired(); got != n {
 		t.Fatalf("%d Expired events for %d leases", got, n)
 	}
@@ -282,7 +283,7 @@ func testReleaseFromTab(t *testing.T, newClient func(t *testing.T) redis.Univers
 	expect(t, protocol.OutcomeReleased)(s.Release(ctx, http, ada, ""))
 	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, http, grace, ""))
 
-	eventually(t, 5*time.Second, "the events of r-1 and r-2", func() bool {
+	redistest.Eventually(t, "the events of r-1 and r-2", func() bool {
 		return len(rec.of(tenant, "r-1")) >= 5 && len(rec.of(tenant, "r-2")) >= 3
 	})
 	if got, want := ops(rec.of(tenant, "r-1")), "Acquired Renewed Renewed Released Acquired "; got != want {

@@ -87,7 +87,7 @@ func TestFailOpenStandaloneHung(t *testing.T) {
 
 	srv.Resume(t)
 	n := 0
-	eventually(t, 10*time.Second, "claims work after Redis resumes", func() bool {
+	redistest.Eventually(t, "claims work after Redis resumes", func() bool {
 		n++
 		r, err := s.Claim(ctx, Ref{"acme", "ApprovalRequest", fmt.Sprintf("after-%d", n)}, grace, "")
 		return err == nil && r.Outcome == protocol.OutcomeAcquired

@@ -124,18 +124,3 @@ func expect(t testing.TB, want protocol.Outcome) func(Result, error) Result {
 		return got
 	}
 }
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(within)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("not within %s: %s", within, what)
-		case <-tick.C:
-		}
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -123,7 +124,7 @@ func testForeignExpiry(t *testing.T, b backend) {
 	if b.advance != nil {
 		b.advance(2 * lease)
 	} else {
-		eventually(t, 5*time.Second, "the foreign lock expires", func() bool { return c.Exists(ctx, LockKey(ref)).Val() == 0 })
+		redistest.Eventually(t, "the foreign lock expires", func() bool { return c.Exists(ctx, LockKey(ref)).Val() == 0 })
 	}
 	s.now = func() time.Time { return time.Now().Add(2 * lease) }
 	if err := s.Sweep(ctx, tenant, ref.Type); err != nil {
@@ -131,7 +132,7 @@ func testForeignExpiry(t *testing.T, b backend) {
 	}
 	s.now = time.Now
 	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, ""))
-	eventually(t, 5*time.Second, "Expired, then Acquired", func() bool { return len(rec.of(tenant, "r-9")) == 2 })
+	redistest.Eventually(t, "Expired, then Acquired", func() bool { return len(rec.of(tenant, "r-9")) == 2 })
 	evs := rec.of(tenant, "r-9")
 	if evs[0].Op != protocol.OpExpired || evs[1].Op != protocol.OpAcquired {
 		t.Fatalf("events %s, want Expired Acquired", ops(evs))
