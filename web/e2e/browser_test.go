@@ -218,6 +218,12 @@ func isFault(m consoleMsg) bool {
 	return m.level == "error" || m.level == "exception" || m.level == "assert" || isCSPViolation(m)
 }
 
+// isUncaughtOrCSP tells an uncaught exception (or unhandled rejection) or a CSP
+// violation: what a page must never report, even while its hub is down.
+func isUncaughtOrCSP(m consoleMsg) bool {
+	return m.level == "exception" || isCSPViolation(m)
+}
+
 // noConsole fails the test when the tab reported a message for which bad is true.
 func noConsole(t *testing.T, tb *tab, what string, bad func(consoleMsg) bool) {
 	t.Helper()

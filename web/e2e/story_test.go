@@ -284,6 +284,8 @@ func TestStory(t *testing.T) {
 func openAs(t, owner *testing.T, browser context.Context, hub *hubProc, p person) *tab {
 	t.Helper()
 	tb := openTab(t, owner, browser, strings.Fields(p.name)[0], hub.base()+"/?user="+p.oid)
+	// A hub that restarts makes the page log failed connections; nothing may throw.
+	owner.Cleanup(func() { noConsole(owner, tb, "an uncaught exception or a CSP violation", isUncaughtOrCSP) })
 	waitFor(t, tb, "the page live", sel("conn")+`.dataset.state === 'open' && `+sel("grid")+`.dataset.loaded === 'true' && document.querySelectorAll('#grid-body tr').length >= 40`,
 		10*time.Second, `[`+sel("conn")+`.textContent, document.querySelectorAll('#grid-body tr').length]`)
 	return tb
