@@ -30,6 +30,10 @@ var _ Store = (*locks.Store)(nil)
 // polls of a state (redistest.Eventually) have their own, longer deadline.
 const waitTimeout = 5 * time.Second
 
+// requestTimeout bounds the requests of a test (tctx), all of them together where a
+// test shares one ctx: it catches a hang, it is no time limit, so it is generous.
+const requestTimeout = 30 * time.Second
+
 // testHub is a hub served by an httptest server on a store, with a dev token issuer.
 type testHub struct {
 	t     testing.TB
@@ -216,8 +220,9 @@ func (th *testHub) dialAs(tenant string, holder protocol.Holder, roles ...string
 	return c
 }
 
+// tctx is a ctx for the requests of t, canceled when t ends.
 func tctx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	t.Cleanup(cancel)
 	return ctx
 }
