@@ -24,13 +24,15 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(`{"id":"6","type":"release","entityType":"A","entityUid":1001}`))
 	f.Add([]byte(`{"type":"claim","entityType":"A","entityUid":"u"}`))
 	f.Add([]byte(`{"id":"1","id":"2","type":"mine"}`))
+	// Duplicate names that no request uses, at the top and nested: refused too.
+	f.Add([]byte(`{"x":1,"id":"1","x":{"a":[],"a":{}},"type":"mine"}`))
 	// The id at its boundary: 64 characters of 2 bytes, then 65 characters.
 	f.Add([]byte(`{"id":"` + strings.Repeat("é", 64) + `","type":"mine"}`))
 	f.Add([]byte(`{"id":"` + strings.Repeat("1", 65) + `","type":"mine"}`))
 	// Escapes in names and values, surrogate pairs, and invalid UTF-8 (replaced by U+FFFD).
 	f.Add([]byte(`{"\u0069d":"\ud83d\udd12","type":"cl\u0061im","entityType":"\"","entityUid":"\\"}`))
 	f.Add([]byte("{\"id\":\"\xff\xfe\",\"type\":\"watch\",\"entityType\":\"\xc3\"}"))
-	// Nested junk in unknown members, with braces and quotes inside strings, for the walker.
+	// Nested junk in unknown members, with braces and quotes inside strings, to be skipped.
 	f.Add([]byte(`{"x":[{"id":"}"},["]",{}],"\"{"],"id":"1","y":{"type":"claim"},"type":"mine","z":-0.5e-3}`))
 	// Not objects, trailing data, truncation.
 	f.Add([]byte(`null`))
