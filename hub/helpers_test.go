@@ -220,6 +220,50 @@ func (th *testHub) dialAs(tenant string, holder protocol.Holder, roles ...string
 	return c
 }
 
+// waitFeed waits until th's change feed delivers the changes of each tenant. The feed
+// subscribes once Run has started, asynchronously (on a cluster one slot's channel at
+// a time, 16,384 of them), and a change made before its tenant's channel is
+// subscribed reaches no watcher of th. It probes with a lock of Invoice, which the
+// tests that call it do not watch, and leaves none behind.
+func (th *testHub) waitFeed(tenants ...string) {
+	th.t.Helper()
+	ctx := tctx(th.t)
+	probe := protocol.Holder{OID: "u-probe", Name: "Feed probe"}
+	for _, tenant := range tenants {
+		w, _ := th.dial(tenant, "u-probe-watcher")
+		if _, err := w.Watch(ctx, "Invoice"); err != nil {
+			th.t.Fatal(err)
+		}
+		ref := locks.Ref{Tenant: tenant, Type: "Invoice", UID: "feed-probe"}
+		held := false
+		toggle := func() { // each toggle publishes a change of tenant
+			var err error
+			if held {
+				_, err = th.store.Release(ctx, ref, probe, "")
+			} else {
+				_, err = th.store.Claim(ctx, ref, probe, "")
+			}
+			if err != nil {
+				th.t.Fatalf("feed probe: %v", err)
+			}
+			held = !held
+		}
+		redistest.Eventually(th.t, "the change feed to deliver "+tenant+"'s changes", func() bool {
+			select {
+			case <-w.Events():
+				return true
+			default:
+				toggle()
+				return false
+			}
+		})
+		if held {
+			toggle()
+		}
+		_ = w.Close() // a probe: its end is of no interest
+	}
+}
+
 // tctx is a ctx for the requests of t, canceled when t ends.
 func tctx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)

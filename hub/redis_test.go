@@ -107,6 +107,7 @@ func TestCluster(t *testing.T) {
 	t.Run("many tenants, many slots", func(t *testing.T) {
 		ctx := tctx(t)
 		tenants := []string{"acme", "globex", "initech", "umbrella", "hooli", "stark"}
+		b.waitFeed(tenants...)
 		watchers := map[string]*protocol.Client{}
 		for _, tn := range tenants {
 			w, _ := b.dial(tn, "u-w")

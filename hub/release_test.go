@@ -149,6 +149,8 @@ func TestTwoInstances(t *testing.T) {
 }
 
 func testTwoInstances(t *testing.T, a, b *testHub) {
+	a.waitFeed("acme")
+	b.waitFeed("acme", "globex")
 	t.Run("events cross instances", func(t *testing.T) {
 		ctx := tctx(t)
 		wa, _ := a.dial("acme", "u-wa")
