@@ -19,7 +19,8 @@
 //	lockbench -inproc -redis-url redis://127.0.0.1:7390/0 -watchers 10000
 //	lockbench -url ws://127.0.0.1:8080/ws -watchers 1000 [-redis-url ... for the ratio]
 //
-// With -inproc it starts a hub of its own (on -redis-url, or an in-process miniredis
+// With -inproc it runs the lockhub service itself, the binary's own wiring
+// (cmd/lockhub/service), with the per-socket rate limit lifted (on -redis-url, or its embedded miniredis
 // when empty) on a loopback port and runs the clients in a child process of itself, so
 // that the hub's memory is measured without them and each process stays within its
 // file descriptor limit (it raises RLIMIT_NOFILE to the hard limit). Without -inproc it

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,20 +16,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lockhub/lockhub/hub"
-	"github.com/lockhub/lockhub/hub/auth"
+	"github.com/lockhub/lockhub/cmd/lockhub/service"
 	"github.com/lockhub/lockhub/locks"
 )
 
-var _ hub.Store = (*locks.Store)(nil)
-
-// inprocHub is a hub served by this process on a loopback port.
+// inprocHub is the lockhub service run by this process on a loopback port: the same
+// wiring as the binary (cmd/lockhub/service), so what is measured is the server.
 type inprocHub struct {
 	store *locks.Store
-	hub   *hub.Hub
 	reg   *prometheus.Registry
 	url   string // ws://127.0.0.1:port/ws
 	token string // http://127.0.0.1:port/dev/token
@@ -39,103 +33,42 @@ type inprocHub struct {
 	stop  func() error
 }
 
-// startInproc starts a store (on redisURL, or an in-process miniredis), a hub and an
-// HTTP server with /ws and /dev/token. stop shuts them down and joins them.
+// startInproc runs the lockhub service on redisURL (empty: its embedded Redis), with
+// typ the one lockable type and development tokens. stop shuts it down and joins it.
 func startInproc(ctx context.Context, redisURL, typ string) (*inprocHub, error) {
-	var mr *miniredis.Miniredis
-	if redisURL == "" {
-		mr = miniredis.NewMiniRedis()
-		if err := mr.Start(); err != nil {
-			return nil, err
-		}
-		redisURL = "redis://" + mr.Addr() + "/0"
+	args := []string{"--listen", "127.0.0.1:0", "--lockable", typ, "--log-level", "warn"}
+	if redisURL != "" {
+		args = append(args, "--redis-url", redisURL)
 	}
-	closeRedis := func() {
-		if mr != nil {
-			mr.Close()
-		}
+	m := &service.Main{
+		Args:      args,
+		LookupEnv: func(string) (string, bool) { return "", false }, // the flags alone
+		Stdout:    os.Stderr,
+		Stderr:    os.Stderr,
+		Configure: func(c *service.Config) {
+			// The per-socket rate limit would time the limiter in the socket/direct
+			// ratio, not the cost of the socket; claimers keep under it by themselves
+			// (-rate).
+			c.Hub.RateLimit, c.Hub.RateBurst = 1e6, 1e6
+		},
 	}
-	rdb, err := locks.NewClient(redisURL, false)
-	if err != nil {
-		closeRedis()
-		return nil, err
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	lockable, err := locks.NewRegistry(typ)
-	if err != nil {
-		closeRedis()
-		return nil, err
-	}
-	reg := prometheus.NewRegistry()
-	store, err := locks.NewStore(locks.Config{Client: rdb, Registry: lockable, Logger: log, Registerer: reg})
-	if err != nil {
-		closeRedis()
-		return nil, err
-	}
-	auth, err := auth.NewDev(auth.DevConfig{})
-	if err != nil {
-		closeRedis()
-		return nil, err
-	}
-	h, err := hub.New(hub.Config{
-		Store: store, Verifier: auth, Logger: log, Registerer: reg,
-		// The per-socket rate limit would time the limiter in the socket/direct ratio,
-		// not the cost of the socket; claimers keep under it by themselves (-rate).
-		RateLimit: 1e6, RateBurst: 1e6,
-	})
-	if err != nil {
-		closeRedis()
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /ws", h)
-	mux.HandleFunc("POST /dev/token", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Tenant, OID, Name string
-			Roles             []string
-		}
-		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		tok, err := auth.Issue(req.Tenant, req.OID, req.Name, req.Roles)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]string{"token": tok}) // the client may be gone
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		closeRedis()
-		return nil, err
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(ctx))
 	runDone := make(chan error, 1)
-	serveDone := make(chan error, 1)
-	go func() { runDone <- h.Run(runCtx) }()
-	go func() { serveDone <- srv.Serve(ln) }()
-
-	base := "127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ih := &inprocHub{store: store, hub: h, reg: reg, url: "ws://" + base + "/ws", token: "http://" + base + "/dev/token", redis: redisURL}
-	if mr != nil {
+	go func() { runDone <- m.Run(runCtx) }()
+	select {
+	case <-m.Ready():
+	case err := <-runDone:
+		cancelRun()
+		return nil, fmt.Errorf("starting the hub: %w", err)
+	}
+	base := m.Addr()
+	ih := &inprocHub{store: m.Store(), reg: m.Metrics(), url: "ws://" + base + "/ws", token: "http://" + base + "/dev/token", redis: redisURL}
+	if redisURL == "" {
 		ih.redis = "in-process miniredis"
 	}
 	ih.stop = func() error {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		err := srv.Shutdown(sctx)
-		err = errors.Join(err, h.Shutdown(sctx))
 		cancelRun()
-		err = errors.Join(err, <-runDone)
-		if serr := <-serveDone; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
-		err = errors.Join(err, rdb.Close())
-		closeRedis()
-		return err
+		return <-runDone
 	}
 	return ih, nil
 }

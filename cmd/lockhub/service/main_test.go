@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"bufio"
@@ -419,7 +419,7 @@ func TestRunOnCluster(t *testing.T) {
 // socket is closed with 1001 and the process exits 0 within 10 s.
 func TestSIGTERM(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "lockhub")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "..")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

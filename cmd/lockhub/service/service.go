@@ -1,0 +1,366 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockhub/lockhub/hub"
+	"github.com/lockhub/lockhub/hub/auth"
+	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
+	"github.com/lockhub/lockhub/web"
+	"github.com/lockhub/lockhub/web/demo"
+)
+
+// ExitCode is the exit status for an error of Run: 0 for none or after -h, 2 for a
+// setting or command line that cannot be used, 1 for anything else.
+func ExitCode(err error) int {
+	var ce *configError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ce), errors.Is(err, errUsage):
+		return 2
+	}
+	return 1
+}
+
+// SetRedisLogger routes go-redis's own log lines, which go to one process-wide logger,
+// to log at debug: the store already warns once per failed operation, with its reason.
+func SetRedisLogger(log *slog.Logger) { redis.SetLogger(redisLogger{log}) }
+
+// shutdownTimeout bounds the graceful shutdown; PROTOCOL.md §7 allows 10 s in all.
+const shutdownTimeout = 8 * time.Second
+
+// errUsage marks an error in the command line itself.
+var errUsage = errors.New("usage")
+
+// Main is the lockhub program, separate from package main so tests and tools can run it
+// in-process:
+// set its fields, call Run, wait for Ready, and cancel Run's ctx to shut it down.
+type Main struct {
+	// Args are the command-line arguments, without the program name.
+	Args []string
+	// LookupEnv reads the environment. Nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// Stdout receives the logs: JSON, or text when it is a terminal. Nil means os.Stdout.
+	Stdout io.Writer
+	// Stderr receives the usage. Nil means os.Stderr.
+	Stderr io.Writer
+	// Configure, when set, changes the parsed settings before anything is built: for
+	// programs that run the service with settings no flag has, such as cmd/lockbench
+	// lifting the per-socket rate limit.
+	Configure func(*Config)
+
+	ready chan struct{}
+	addr  string       // set before ready is closed
+	store *locks.Store // likewise
+	reg   *prometheus.Registry
+
+	logOnce sync.Once
+	level   slog.LevelVar
+	log     *slog.Logger
+}
+
+// NewMain returns a Main for the process: its arguments, environment and streams.
+func NewMain() *Main {
+	return &Main{Args: os.Args[1:], ready: make(chan struct{})}
+}
+
+// Ready is closed once Run listens; Addr then says where.
+func (m *Main) Ready() <-chan struct{} {
+	m.logOnce.Do(m.init)
+	return m.ready
+}
+
+// Addr returns the address Run listens on, once Ready is closed.
+func (m *Main) Addr() string {
+	<-m.Ready()
+	return m.addr
+}
+
+// Store returns the lock store Run built, once Ready is closed.
+func (m *Main) Store() *locks.Store {
+	<-m.Ready()
+	return m.store
+}
+
+// Metrics returns the registry /metrics serves, once Ready is closed.
+func (m *Main) Metrics() *prometheus.Registry {
+	<-m.Ready()
+	return m.reg
+}
+
+func (m *Main) init() {
+	if m.ready == nil {
+		m.ready = make(chan struct{})
+	}
+	if m.LookupEnv == nil {
+		m.LookupEnv = os.LookupEnv
+	}
+	if m.Stdout == nil {
+		m.Stdout = os.Stdout
+	}
+	if m.Stderr == nil {
+		m.Stderr = os.Stderr
+	}
+	opts := &slog.HandlerOptions{Level: &m.level}
+	if isTerminal(m.Stdout) {
+		m.log = slog.New(slog.NewTextHandler(m.Stdout, opts))
+	} else {
+		m.log = slog.New(slog.NewJSONHandler(m.Stdout, opts))
+	}
+}
+
+func (m *Main) Logger() *slog.Logger {
+	m.logOnce.Do(m.init)
+	return m.log
+}
+
+// isTerminal reports whether w is a character device, such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// Run parses the settings, starts the service and serves until ctx is done, then shuts
+// down gracefully. It returns nil after a clean shutdown, flag.ErrHelp after -h, and
+// an error naming the setting when one is invalid. Call it once.
+func (m *Main) Run(ctx context.Context) (err error) {
+	log := m.Logger()
+	cfg, err := parseConfig(m.Args, m.LookupEnv, m.Stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		var ce *configError
+		if errors.As(err, &ce) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	if m.Configure != nil {
+		m.Configure(&cfg.Config)
+	}
+	m.level.Set(cfg.LogLevel)
+
+	// Everything below is owned by Run: started here, stopped and joined before it
+	// returns, in reverse order. A constructor's *protocol.SettingError is named as
+	// the flag or variable its value came from.
+	var closers []func()
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}()
+
+	lockRDB, err := m.lockRedis(cfg, &closers)
+	if err != nil {
+		return err
+	}
+	demoRDB := lockRDB
+	if cfg.DemoRedisURL != "" {
+		if demoRDB, err = locks.NewClient(cfg.DemoRedisURL, cfg.DemoCluster); err != nil {
+			return cfg.named("demo-redis-url", err)
+		}
+		closers = append(closers, func() { _ = demoRDB.Close() })
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cfg.Store.Registry, err = locks.NewRegistry(cfg.Lockable...); err != nil {
+		return cfg.settingError(err)
+	}
+	cfg.Store.Client, cfg.Store.Logger, cfg.Store.Registerer = lockRDB, log, reg
+	store, err := locks.NewStore(cfg.Store)
+	if err != nil {
+		return cfg.settingError(err)
+	}
+
+	// The JWKS cache refreshes in the background until authCtx is done.
+	authCtx, stopAuth := context.WithCancel(context.WithoutCancel(ctx))
+	closers = append(closers, stopAuth)
+	verifier, dev, err := m.verifier(authCtx, cfg.Config)
+	if err != nil {
+		return cfg.settingError(err)
+	}
+
+	cfg.Hub.Store, cfg.Hub.Verifier, cfg.Hub.Logger, cfg.Hub.Registerer = store, verifier, log, reg
+	h, err := hub.New(cfg.Hub)
+	if err != nil {
+		return cfg.settingError(err)
+	}
+	app, err := demo.New(demo.Config{Rows: demoRDB, Locks: store, Verifier: verifier, Logger: log, Registerer: reg})
+	if err != nil {
+		return err
+	}
+	wcfg := web.Config{
+		Store: store, Verifier: verifier, Hub: h, App: app,
+		TakeoverRole: cfg.Hub.TakeoverRole, Logger: log, Registerer: reg, Gatherer: reg,
+	}
+	if dev != nil {
+		wcfg.DevTokens = dev
+	}
+	handler, err := web.New(wcfg)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return cfg.named("listen", err)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHub()
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	wg.Go(func() {
+		if err := h.Run(hubCtx); err != nil {
+			errc <- err
+		}
+	})
+	wg.Go(func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("serving HTTP: %w", err)
+		}
+	})
+
+	m.addr, m.store, m.reg = ln.Addr().String(), store, reg
+	close(m.ready)
+	log.Info("lockhub is up; open "+browserURL(ln.Addr())+" in a browser",
+		slog.String("listen", m.addr), slog.Bool("development", cfg.Development()),
+		slog.Any("lockable", store.Registry().Types()), slog.String("lease", store.Lease().String()))
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: closing every socket with 1001, then exiting")
+	case runErr = <-errc:
+		log.Error("lockhub stops on an error", slog.String("error", runErr.Error()))
+	}
+
+	// Stop accepting and close the sockets at the same time: http.Server.Shutdown does
+	// not wait for hijacked connections, and the hub closes them with 1001 going away.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	var sd sync.WaitGroup
+	sd.Go(func() {
+		if err := srv.Shutdown(sctx); err != nil {
+			log.Warn("HTTP shutdown cut short", slog.String("error", err.Error()))
+			_ = srv.Close() // the deadline passed: drop what is left
+		}
+	})
+	sd.Go(func() {
+		if err := h.Shutdown(sctx); err != nil {
+			log.Warn("hub shutdown cut short", slog.String("error", err.Error()))
+		}
+	})
+	sd.Wait()
+	stopHub()
+	wg.Wait()
+	log.Info("lockhub stopped")
+	return runErr
+}
+
+// lockRedis returns the client of the lock Redis: the one --redis-url names, or an
+// embedded Redis in this process.
+func (m *Main) lockRedis(cfg *settings, closers *[]func()) (redis.UniversalClient, error) {
+	if cfg.RedisURL != "" {
+		c, err := locks.NewClient(cfg.RedisURL, cfg.RedisCluster)
+		if err != nil {
+			return nil, cfg.named("redis-url", err)
+		}
+		*closers = append(*closers, func() { _ = c.Close() })
+		return c, nil
+	}
+	mr := miniredis.NewMiniRedis()
+	if err := mr.StartAddr("127.0.0.1:0"); err != nil {
+		return nil, fmt.Errorf("starting the embedded Redis: %w", err)
+	}
+	*closers = append(*closers, mr.Close)
+	m.log.Warn("no --redis-url: using an embedded Redis in this process; locks and demo rows live only as long as this process, and no other instance sees them",
+		slog.String("addr", mr.Addr()))
+	c, err := locks.NewClient("redis://"+mr.Addr(), false)
+	if err != nil {
+		return nil, err
+	}
+	*closers = append(*closers, func() { _ = c.Close() })
+	return c, nil
+}
+
+// verifier returns the token verifier: a JWKS in production, or the server's own
+// development tokens, which it also returns to serve POST /dev/token.
+func (m *Main) verifier(ctx context.Context, cfg Config) (auth.Verifier, *auth.Dev, error) {
+	if !cfg.Development() {
+		// The first fetch is bounded by the JWKS client's timeout; the cache then
+		// refreshes until ctx is done.
+		a, err := auth.NewJWKS(ctx, cfg.JWKS)
+		var se *protocol.SettingError
+		if err != nil && !errors.As(err, &se) {
+			// The first fetch failed: the URL is the setting at fault.
+			err = &protocol.SettingError{Setting: "jwks-url", Err: err}
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		m.log.Info("tokens are checked against the JWKS", slog.String("jwks", cfg.JWKS.URL),
+			slog.String("issuer", cfg.JWKS.Issuer), slog.String("audience", cfg.JWKS.Audience))
+		return a, nil, nil
+	}
+	dev, err := auth.NewDev(auth.DevConfig{Claims: cfg.JWKS.Claims})
+	if err != nil {
+		return nil, nil, err
+	}
+	m.log.Warn("DEVELOPMENT MODE: no --jwks-url, so lockhub signs its own tokens and anyone may get one from POST /dev/token for any tenant and user. Never run it like this in production.")
+	return dev, dev, nil
+}
+
+// browserURL is the URL to open for a listening address: an unspecified host is this
+// machine.
+func browserURL(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return "http://" + a.String() + "/"
+	}
+	host := ta.IP.String()
+	if ta.IP == nil || ta.IP.IsUnspecified() {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(ta.Port)) + "/"
+}
+
+// redisLogger routes go-redis's internal log lines to slog at debug.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
+}
