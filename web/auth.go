@@ -4,13 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/lockhub/lockhub/protocol"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
 )
 
 // identityKey is the context key of the caller's auth.Identity.

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/lockhub/lockhub/protocol"
 	"io"
 	"net/http"
+
+	"github.com/lockhub/lockhub/protocol"
 )
 
 // MaxBodySize caps a request body (PROTOCOL.md §5): larger answers 413 too_large.

@@ -1,11 +1,11 @@
 package web
 
 import (
-	"github.com/lockhub/lockhub/protocol"
 	"log/slog"
 	"net/http"
 
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
 )
 
 // devTokenRequest is the body of POST /dev/token (PROTOCOL.md §6).

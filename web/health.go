@@ -2,10 +2,11 @@ package web
 
 import (
 	"context"
-	"github.com/lockhub/lockhub/protocol"
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/lockhub/lockhub/protocol"
 )
 
 // readyTimeout bounds the readiness probe's ping.

@@ -2,12 +2,13 @@ package web
 
 import (
 	"embed"
-	"github.com/lockhub/lockhub/protocol"
 	"io"
 	"io/fs"
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/lockhub/lockhub/protocol"
 )
 
 // embedded holds the browser client (lockhub.js and its modules), written in static/

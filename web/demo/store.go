@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lockhub/lockhub/protocol"
-	"github.com/lockhub/lockhub/web"
 	"log/slog"
 	"slices"
 	"time"
@@ -16,7 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
 	"github.com/lockhub/lockhub/testdata"
+	"github.com/lockhub/lockhub/web"
 )
 
 // The demo domain's store: approval requests kept in Redis under their own keys, all
