@@ -149,13 +149,15 @@ func (s *Server) routes(ws http.Handler, metrics http.Handler) {
 	s.mux = m
 	// HEAD is answered wherever GET is (RFC 9110 §9.3.2).
 	m.Use(middleware.GetHead)
-	notFound := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, Errorf(protocol.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
-	})
+	// What every route but /ws passes through, the mounted application included.
+	common := chi.Chain(s.recoverer, s.instrument, securityHeaders, s.limitBody)
 	if s.app != nil {
-		notFound = s.recoverer(s.instrument(securityHeaders(s.limitBody(s.app)))).ServeHTTP
+		m.NotFound(common.Handler(s.app).ServeHTTP)
+	} else {
+		m.NotFound(func(w http.ResponseWriter, r *http.Request) {
+			s.fail(w, r, Errorf(protocol.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+		})
 	}
-	m.NotFound(notFound)
 	m.MethodNotAllowed(MethodNotAllowed(m))
 	if ws != nil {
 		// The hub owns its sockets from the handshake on: no middleware wraps it, so
@@ -163,7 +165,7 @@ func (s *Server) routes(ws http.Handler, metrics http.Handler) {
 		m.Handle("/ws", ws)
 	}
 	m.Group(func(r chi.Router) {
-		r.Use(s.recoverer, s.instrument, securityHeaders, s.limitBody)
+		r.Use(common...)
 		r.Get("/healthz", s.healthz)
 		r.Get("/readyz", s.readyz)
 		r.Method(http.MethodGet, "/metrics", metrics)
