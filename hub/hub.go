@@ -56,15 +56,11 @@ func New(cfg Config) (*Hub, error) {
 	if err != nil {
 		return nil, &protocol.SettingError{Setting: "allowed-origins", Err: err}
 	}
-	met, err := newMetrics(cfg.Registerer)
-	if err != nil {
-		return nil, fmt.Errorf("hub: metrics: %w", err)
-	}
 	h := &Hub{
 		cfg:      cfg,
 		store:    cfg.Store,
 		log:      cfg.Logger,
-		met:      met,
+		met:      newMetrics(cfg.Registerer),
 		origins:  origins,
 		conns:    map[*conn]struct{}{},
 		watchers: map[watchKey]map[*conn]struct{}{},

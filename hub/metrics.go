@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -33,42 +34,43 @@ const (
 	slowWrite = "write" // one frame could not be written within WriteTimeout
 )
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg) // a nil reg registers nothing
 	m := &metrics{
-		sockets: prometheus.NewGauge(prometheus.GaugeOpts{
+		sockets: f.NewGauge(prometheus.GaugeOpts{
 			Name: "lockhub_hub_sockets", Help: "Open WebSockets, authenticated or not.",
 		}),
-		framesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+		framesIn: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_frames_in_total", Help: "Frames received, by type (\"invalid\" for frames that do not decode).",
 		}, []string{"type"}),
-		framesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+		framesOut: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_frames_out_total", Help: "Frames written to sockets, by type.",
 		}, []string{"type"}),
-		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+		outcomes: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_outcomes_total", Help: "Answers to lock requests over sockets, by operation and outcome.",
 		}, []string{"op", "outcome"}),
-		delivered: prometheus.NewCounter(prometheus.CounterOpts{
+		delivered: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_events_delivered_total", Help: "Lock events queued to watching sockets.",
 		}),
-		slow: prometheus.NewCounterVec(prometheus.CounterOpts{
+		slow: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_slow_disconnects_total", Help: "Sockets closed for reading too slowly, by reason (queue, write).",
 		}, []string{"reason"}),
-		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{
+		rateLimited: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_rate_limited_total", Help: "Requests answered rate_limited.",
 		}),
-		closes: prometheus.NewCounterVec(prometheus.CounterOpts{
+		closes: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_closes_total", Help: "Sockets closed by the hub, by close code.",
 		}, []string{"code"}),
-		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
+		authFailures: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_auth_failures_total", Help: "Auth frames refused (bad, expired or identity-changing tokens).",
 		}),
-		resyncs: prometheus.NewCounter(prometheus.CounterOpts{
+		resyncs: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_resyncs_total", Help: "Resyncs: fresh snapshots sent to every watcher after the change feed came back.",
 		}),
-		detaches: prometheus.NewCounterVec(prometheus.CounterOpts{
+		detaches: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_detaches_total", Help: "Locks detached from closed sockets, by why (grace, shutdown) and outcome.",
 		}, []string{"why", "outcome"}),
-		requestTiming: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		requestTiming: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lockhub_hub_request_seconds",
 			Help:    "Time from a request frame read to its answer queued, by type.",
 			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
@@ -79,16 +81,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		protocol.FrameLock, protocol.FrameError} {
 		m.out[t] = m.framesOut.WithLabelValues(string(t))
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.sockets, m.framesIn, m.framesOut, m.outcomes, m.delivered, m.slow,
-		m.rateLimited, m.closes, m.authFailures, m.resyncs, m.detaches, m.requestTiming} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
+	return m
 }
 
 func (m *metrics) closed(code int) { m.closes.WithLabelValues(strconv.Itoa(code)).Inc() }

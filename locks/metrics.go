@@ -2,12 +2,14 @@ package locks
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/lockhub/lockhub/protocol"
 )
 
 // metrics are the store's Prometheus collectors. They are registered on the
-// Registerer of Config, if any; with none they count into the void.
+// Registerer of Config, if any (promauto panics when one is there already: a wiring
+// mistake found at start); with none they count into the void.
 type metrics struct {
 	ops       *prometheus.CounterVec   // op, outcome (an outcomeLabel)
 	failOpen  *prometheus.CounterVec   // op, reason
@@ -15,35 +17,28 @@ type metrics struct {
 	published *prometheus.CounterVec   // op (event op)
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg) // a nil reg registers nothing
 	m := &metrics{
-		ops: prometheus.NewCounterVec(prometheus.CounterOpts{
+		ops: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_store_operations_total",
 			Help: "Lock store operations by operation and outcome.",
 		}, []string{"op", "outcome"}),
-		failOpen: prometheus.NewCounterVec(prometheus.CounterOpts{
+		failOpen: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_store_fail_open_total",
 			Help: "Redis failures the store answered by failing open, by operation and reason.",
 		}, []string{"op", "reason"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lockhub_store_operation_seconds",
 			Help:    "Duration of lock store operations, Redis round trips included.",
 			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1},
 		}, []string{"op"}),
-		published: prometheus.NewCounterVec(prometheus.CounterOpts{
+		published: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_events_published_total",
 			Help: "Lock change events published to Redis pub/sub, by event op.",
 		}, []string{"op"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
-	for _, c := range []prometheus.Collector{m.ops, m.failOpen, m.duration, m.published} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
+	return m
 }
 
 // opName is the op label of the store's metrics and of its fail-open warnings.

@@ -119,10 +119,7 @@ func NewStore(cfg Config) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	var err error
-	if s.met, err = newMetrics(cfg.Registerer); err != nil {
-		return nil, fmt.Errorf("locks: metrics: %w", err)
-	}
+	s.met = newMetrics(cfg.Registerer)
 	return s, nil
 }
 

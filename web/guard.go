@@ -140,7 +140,8 @@ func guard(r *http.Request, cfg GuardConfig, log *slog.Logger) (GuardDecision, e
 
 // registerCounterVec registers a counter vector, or reuses the one already registered
 // under the same name, so that several guards may share a Registerer. A nil reg
-// registers nothing.
+// registers nothing. Every other collector of lockhub is made with promauto.With,
+// which refuses a second registration; the guard's is the one meant to be shared.
 func registerCounterVec(reg prometheus.Registerer, opts prometheus.CounterOpts, labels []string) (*prometheus.CounterVec, error) {
 	c := prometheus.NewCounterVec(opts, labels)
 	if reg == nil {

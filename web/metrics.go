@@ -9,6 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // httpMetrics are the Server's Prometheus collectors.
@@ -16,18 +17,14 @@ type httpMetrics struct {
 	duration *prometheus.HistogramVec // method, route, code
 }
 
-func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
-	m := &httpMetrics{
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	return &httpMetrics{
+		duration: promauto.With(reg).NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lockhub_http_request_duration_seconds",
 			Help:    "Duration of HTTP requests by method, route pattern and status code.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"method", "route", "code"}),
 	}
-	if err := reg.Register(m.duration); err != nil {
-		return nil, err
-	}
-	return m, nil
 }
 
 // instrument times each request by its route pattern (never its path: uids would

@@ -128,10 +128,8 @@ func New(cfg Config) (*Server, error) {
 	if gat == nil {
 		gat = prometheus.NewRegistry()
 	}
+	s.met = newHTTPMetrics(reg)
 	var err error
-	if s.met, err = newHTTPMetrics(reg); err != nil {
-		return nil, err
-	}
 	if s.static == nil {
 		if s.static, err = fs.Sub(embedded, "static"); err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/locks"
@@ -93,15 +94,10 @@ func newApprovalStore(rdb redis.UniversalClient, timeout time.Duration, log *slo
 		}
 		s.seedVal = append(s.seedVal, encodeRow(r))
 	}
-	s.failed = prometheus.NewCounterVec(prometheus.CounterOpts{
+	s.failed = promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
 		Name: "lockhub_demo_store_failures_total",
 		Help: "Demo domain operations answered 503 store_unavailable because its Redis failed, by operation.",
 	}, []string{"op"})
-	if reg != nil {
-		if err := reg.Register(s.failed); err != nil {
-			return nil, err
-		}
-	}
 	return s, nil
 }
 
