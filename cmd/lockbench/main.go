@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/lockhub/lockhub/cmd/flagenv"
 )
 
 func main() {
@@ -36,8 +38,11 @@ func main() {
 type Main struct {
 	Stdout, Stderr io.Writer
 	Stdin          io.Reader
-	opt            options
-	args           []string // as given, echoed in the report
+	// LookupEnv reads the environment, where each flag may be given as LOCKBENCH_<NAME>
+	// (a flag wins). Nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	opt       options
+	args      []string // as given, echoed in the report
 }
 
 // options are the flags.
@@ -87,32 +92,37 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&o.entityType, "type", "ApprovalRequest", "entity type watched and claimed")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "with -inproc: write the hub process's CPU profile of the load phase here")
 	fs.StringVar(&o.memProfile, "memprofile", "", "with -inproc: write the hub process's heap profile, taken with the idle sockets open, here")
-	if err := fs.Parse(args); err != nil {
+	lookup := m.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	p, err := flagenv.Parse(fs, args, "LOCKBENCH_", lookup)
+	if err != nil {
 		return err
 	}
 	switch {
 	case o.watchers < 1 || o.watchers > maxWatchers:
-		return fmt.Errorf("-watchers must be 1 to %d", maxWatchers)
+		return p.Name("watchers", fmt.Errorf("must be 1 to %d", maxWatchers))
 	case o.claimers < 1 || o.claimers > maxClaimers:
-		return fmt.Errorf("-claimers must be 1 to %d", maxClaimers)
+		return p.Name("claimers", fmt.Errorf("must be 1 to %d", maxClaimers))
 	case o.claims < 1 || o.claims > maxClaims:
-		return fmt.Errorf("-claims must be 1 to %d", maxClaims)
+		return p.Name("claims", fmt.Errorf("must be 1 to %d", maxClaims))
 	case o.rate <= 0 || o.rate/float64(o.claimers) > 20:
 		// Two frames (claim, release) per claim: 20 claims a second keeps a socket under
 		// the contract's 50 frames a second.
-		return fmt.Errorf("-rate must be positive and at most 20 per claimer")
+		return p.Name("rate", errors.New("must be positive and at most 20 per claimer"))
 	case o.pairs < 0 || o.pairs > maxClaims:
-		return fmt.Errorf("-pairs must be 0 to %d", maxClaims)
+		return p.Name("pairs", fmt.Errorf("must be 0 to %d", maxClaims))
 	case o.dialers < 1 || o.dialers > 1024:
-		return fmt.Errorf("-dialers must be 1 to 1024")
+		return p.Name("dialers", errors.New("must be 1 to 1024"))
 	case o.floor < 0 || o.floor > maxWatchers:
-		return fmt.Errorf("-floor must be 0 to %d", maxWatchers)
+		return p.Name("floor", fmt.Errorf("must be 0 to %d", maxWatchers))
 	case o.timeout <= 0 || o.timeout > maxTimeout:
-		return fmt.Errorf("-timeout must be positive and at most %s", maxTimeout)
+		return p.Name("timeout", fmt.Errorf("must be positive and at most %s", maxTimeout))
 	}
 	if !o.inproc {
 		if err := loopbackURL(o.url, "ws", "wss"); err != nil {
-			return fmt.Errorf("-url: %w", err)
+			return p.Name("url", err)
 		}
 		if o.tokenURL == "" {
 			u, _ := url.Parse(o.url)
@@ -121,12 +131,12 @@ func (m *Main) ParseFlags(args []string) error {
 			o.tokenURL = u.String()
 		}
 		if err := loopbackURL(o.tokenURL, "http", "https"); err != nil {
-			return fmt.Errorf("-token-url: %w", err)
+			return p.Name("token-url", err)
 		}
 	}
 	if o.redisURL != "" {
 		if err := loopbackURL(o.redisURL, "redis", "rediss"); err != nil {
-			return fmt.Errorf("-redis-url: %w", err)
+			return p.Name("redis-url", err)
 		}
 	}
 	return nil

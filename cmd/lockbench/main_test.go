@@ -53,6 +53,27 @@ func TestParseFlags(t *testing.T) {
 	if err := m.ParseFlags([]string{"-url", "ws://127.0.0.1:9/ws"}); err != nil || m.opt.tokenURL != "http://127.0.0.1:9/dev/token" {
 		t.Fatalf("token URL = %q, %v", m.opt.tokenURL, err)
 	}
+
+	// Every flag may come from LOCKBENCH_<NAME>; a flag wins, and a refusal names the
+	// variable the value came from.
+	env := func(kv ...string) func(string) (string, bool) {
+		return func(k string) (string, bool) {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1], true
+				}
+			}
+			return "", false
+		}
+	}
+	m = &Main{Stderr: &bytes.Buffer{}, LookupEnv: env("LOCKBENCH_WATCHERS", "123", "LOCKBENCH_CLAIMERS", "9")}
+	if err := m.ParseFlags([]string{"-claimers", "3"}); err != nil || m.opt.watchers != 123 || m.opt.claimers != 3 {
+		t.Fatalf("watchers %d, claimers %d, %v; want 123 from the environment, 3 from the flag", m.opt.watchers, m.opt.claimers, err)
+	}
+	m = &Main{Stderr: &bytes.Buffer{}, LookupEnv: env("LOCKBENCH_WATCHERS", "0")}
+	if err := m.ParseFlags(nil); err == nil || !strings.Contains(err.Error(), "LOCKBENCH_WATCHERS (--watchers): must be 1 to") {
+		t.Fatalf("ParseFlags with LOCKBENCH_WATCHERS=0 = %v", err)
+	}
 }
 
 func TestSummarize(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"time"
 
+	"github.com/lockhub/lockhub/cmd/flagenv"
 	"github.com/lockhub/lockhub/hub"
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
@@ -39,11 +39,6 @@ func (c Config) Development() bool { return c.JWKS.URL == "" }
 
 // envPrefix makes a flag's environment variable: --redis-url is LOCKHUB_REDIS_URL.
 const envPrefix = "LOCKHUB_"
-
-// envName returns the environment variable of flag name.
-func envName(name string) string {
-	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
-}
 
 // flags registers every setting on fs, bound to c, in the order -h shows them.
 func (c *Config) flags(fs *flag.FlagSet) {
@@ -102,46 +97,27 @@ func nonEmpty(fs *flag.FlagSet, p *string, name, def, usage string) {
 func (s *settings) check() error {
 	var errs []error
 	if s.RedisCluster && s.RedisURL == "" {
-		errs = append(errs, s.named("redis-cluster", errors.New("needs --redis-url: the embedded Redis is not a cluster")))
+		errs = append(errs, s.Name("redis-cluster", errors.New("needs --redis-url: the embedded Redis is not a cluster")))
 	}
 	if s.DemoCluster && s.DemoRedisURL == "" {
-		errs = append(errs, s.named("demo-redis-cluster", errors.New("needs --demo-redis-url: without it the demo rows live in the lock Redis")))
+		errs = append(errs, s.Name("demo-redis-cluster", errors.New("needs --demo-redis-url: without it the demo rows live in the lock Redis")))
 	}
 	if s.Development() {
 		// Without a JWKS the server mints its own tokens: an issuer or audience without
 		// a JWKS means production was meant.
 		for name, v := range map[string]string{"issuer": s.JWKS.Issuer, "audience": s.JWKS.Audience} {
 			if v != "" {
-				errs = append(errs, s.named(name, errors.New("is set but --jwks-url is not: without a JWKS lockhub would run in development mode")))
+				errs = append(errs, s.Name(name, errors.New("is set but --jwks-url is not: without a JWKS lockhub would run in development mode")))
 			}
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// configError is a setting that cannot be used; the binary exits with status 2.
-type configError struct {
-	name string // the flag, without dashes
-	from string // where the value came from: "flag", "env" or "" (the default)
-	err  error
-}
-
-func (e *configError) Error() string {
-	switch e.from {
-	case "flag":
-		return fmt.Sprintf("--%s: %v", e.name, e.err)
-	case "env":
-		return fmt.Sprintf("%s (--%s): %v", envName(e.name), e.name, e.err)
-	}
-	return fmt.Sprintf("--%s (%s): %v", e.name, envName(e.name), e.err)
-}
-
-func (e *configError) Unwrap() error { return e.err }
-
 // settings is the parsed command line and environment.
 type settings struct {
 	Config
-	from map[string]string // flag name: "flag" or "env"; absent for a default
+	*flagenv.Parsed
 }
 
 // settingError names the setting of err, a *protocol.SettingError from a constructor,
@@ -149,53 +125,9 @@ type settings struct {
 func (s *settings) settingError(err error) error {
 	var se *protocol.SettingError
 	if errors.As(err, &se) {
-		return &configError{name: se.Setting, from: s.from[se.Setting], err: se.Err}
+		return s.Name(se.Setting, se.Err)
 	}
 	return err
-}
-
-// named attributes err to flag name, as the flag or variable its value came from.
-func (s *settings) named(name string, err error) error {
-	return &configError{name: name, from: s.from[name], err: err}
-}
-
-// collecting wraps a flag's Value so that a bad value is recorded, and parsing goes on
-// to find every bad setting at once.
-type collecting struct {
-	flag.Value
-	name string
-	errs *[]error
-}
-
-func (c collecting) Set(s string) error {
-	if err := c.Value.Set(s); err != nil {
-		*c.errs = append(*c.errs, &configError{name: c.name, from: "flag", err: describe(c.Value, s, err)})
-	}
-	return nil
-}
-
-// IsBoolFlag lets a boolean setting be given as a bare --flag.
-func (c collecting) IsBoolFlag() bool {
-	b, ok := c.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
-}
-
-// describe says what is wrong with value s of v: the standard typed values answer
-// only "parse error".
-func describe(v flag.Value, s string, err error) error {
-	g, ok := v.(flag.Getter)
-	if !ok {
-		return err // a Func: its own message
-	}
-	switch g.Get().(type) {
-	case time.Duration:
-		return fmt.Errorf("%q is not a Go duration (like 90s, 5m or 1h30m)", s)
-	case bool:
-		return fmt.Errorf("%q is not true or false", s)
-	case slog.Level:
-		return fmt.Errorf("%q is not debug, info, warn or error", s)
-	}
-	return fmt.Errorf("%q: %w", s, err)
 }
 
 // parseConfig reads the settings from args, then the environment for those args leave
@@ -204,38 +136,15 @@ func describe(v flag.Value, s string, err error) error {
 // parse are judged by the constructors Run calls. -h prints the usage to usage and
 // returns flag.ErrHelp.
 func parseConfig(args []string, lookupEnv func(string) (string, bool), usage io.Writer) (*settings, error) {
-	s := &settings{from: map[string]string{}}
+	s := &settings{}
 	fs := flag.NewFlagSet("lockhub", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	s.flags(fs)
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		f.Value = collecting{Value: f.Value, name: f.Name, errs: &errs}
-		f.Usage += " [" + envName(f.Name) + "]"
-	})
 	fs.Usage = func() {
 		fmt.Fprintf(usage, "lockhub: an edit-lock service (HTTP API, WebSocket hub, demo page).\n\nUsage: lockhub [flags]\n\nEvery flag may be given as the environment variable in brackets; a flag wins.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q: every setting is a --flag", fs.Arg(0))
-	}
-	fs.Visit(func(f *flag.Flag) { s.from[f.Name] = "flag" })
-	fs.VisitAll(func(f *flag.Flag) {
-		if s.from[f.Name] != "" {
-			return
-		}
-		v, ok := lookupEnv(envName(f.Name))
-		if !ok || v == "" {
-			return
-		}
-		s.from[f.Name] = "env"
-		if err := f.Value.(collecting).Value.Set(v); err != nil {
-			errs = append(errs, &configError{name: f.Name, from: "env", err: describe(f.Value.(collecting).Value, v, err)})
-		}
-	})
-	return s, errors.Join(errs...)
+	var err error
+	s.Parsed, err = flagenv.Parse(fs, args, envPrefix, lookupEnv)
+	return s, err
 }

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockhub/lockhub/cmd/flagenv"
 	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -179,7 +180,7 @@ func TestConfigErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %q does not name %s", err, c.want)
 			}
-			var ce *configError
+			var ce *flagenv.Error
 			if !errors.As(err, &ce) && !errors.Is(err, errUsage) {
 				t.Fatalf("error %q is neither a config nor a usage error: the exit status would be 1, not 2", err)
 			}
@@ -243,8 +244,8 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	for _, name := range flags {
-		if !strings.Contains(usage.String(), "-"+name) || !strings.Contains(usage.String(), envName(name)) {
-			t.Fatalf("usage lacks %s / %s:\n%s", name, envName(name), usage.String())
+		if !strings.Contains(usage.String(), "-"+name) || !strings.Contains(usage.String(), flagenv.EnvName(envPrefix, name)) {
+			t.Fatalf("usage lacks %s / %s:\n%s", name, flagenv.EnvName(envPrefix, name), usage.String())
 		}
 	}
 }

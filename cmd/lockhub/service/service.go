@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockhub/lockhub/cmd/flagenv"
 	"github.com/lockhub/lockhub/hub"
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
@@ -30,7 +31,7 @@ import (
 // ExitCode is the exit status for an error of Run: 0 for none or after -h, 2 for a
 // setting or command line that cannot be used, 1 for anything else.
 func ExitCode(err error) int {
-	var ce *configError
+	var ce *flagenv.Error
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
@@ -152,7 +153,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		var ce *configError
+		var ce *flagenv.Error
 		if errors.As(err, &ce) {
 			return err
 		}
@@ -183,7 +184,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	demoRDB := lockRDB
 	if cfg.DemoRedisURL != "" {
 		if demoRDB, err = locks.NewClient(cfg.DemoRedisURL, cfg.DemoCluster); err != nil {
-			return cfg.named("demo-redis-url", err)
+			return cfg.Name("demo-redis-url", err)
 		}
 		closers = append(closers, func() { _ = demoRDB.Close() })
 	}
@@ -230,7 +231,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
-		return cfg.named("listen", err)
+		return cfg.Name("listen", err)
 	}
 	srv := &http.Server{
 		Handler:           handler,
@@ -297,7 +298,7 @@ func (m *Main) lockRedis(cfg *settings, closers *[]func()) (redis.UniversalClien
 	if cfg.RedisURL != "" {
 		c, err := locks.NewClient(cfg.RedisURL, cfg.RedisCluster)
 		if err != nil {
-			return nil, cfg.named("redis-url", err)
+			return nil, cfg.Name("redis-url", err)
 		}
 		*closers = append(*closers, func() { _ = c.Close() })
 		return c, nil
