@@ -22,23 +22,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// eventually calls f until it returns nil or timeout elapses, and returns how
-// long that took. It fails the test with f's last error on timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for {
-		err := f()
-		if err == nil {
-			return time.Since(start)
-		}
-		if time.Since(start) > timeout {
-			t.Fatalf("%s: still failing after %v: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func TestRequireRedisServer(t *testing.T) {
 	path := redistest.RequireRedisServer(t)
 	info, err := os.Stat(path)
@@ -138,7 +121,7 @@ func TestServer(t *testing.T) {
 		t.Fatalf("GET after Restart: err = %v, want redis.Nil (restarted server must be empty)", err)
 	}
 	// A client created before the crash reconnects on its own.
-	took := eventually(t, 5*time.Second, "old client after Restart", func() error {
+	took := redistest.Within(t, 5*time.Second, "old client after Restart", func() error {
 		return rdb.Set(ctx, "greeting", "again", 0).Err()
 	})
 	t.Logf("client created before Kill worked again %v after Restart", took)
@@ -297,7 +280,7 @@ func TestCluster(t *testing.T) {
 			t.Fatalf("slot %d promoted to %s, want %s (the replica of %s)", slot, promoted, want, old)
 		}
 
-		took := eventually(t, 10*time.Second, "SET after failover", func() error {
+		took := redistest.Within(t, 10*time.Second, "SET after failover", func() error {
 			return client.Set(ctx, key, "after", 0).Err()
 		})
 		t.Logf("cluster client's first successful SET came %v after WaitFailover", took)

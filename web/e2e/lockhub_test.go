@@ -315,20 +315,3 @@ func (h *hubProc) locksOf(t *testing.T, p person) map[string]apiLock {
 	}
 	return m
 }
-
-// eventually polls cond every 50 ms until it returns nil or d passes, then fails
-// with its last error.
-func eventually(t *testing.T, d time.Duration, what string, cond func() error) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for {
-		err := cond()
-		if err == nil {
-			return time.Since(start)
-		}
-		if time.Since(start) > d {
-			t.Fatalf("e2e: %s not within %v: %v", what, d, err)
-		}
-		time.Sleep(50 * time.Millisecond) // polling the server, which has no change feed for Go
-	}
-}

@@ -221,7 +221,7 @@ func TestStory(t *testing.T) {
 			d := waitFor(t, p, "reconnected", sel("conn")+`.dataset.state === 'open'`, 20*time.Second, sel("conn")+`.textContent`)
 			t.Logf("%s reconnected %v after the hub was up", p.name, d.Round(time.Millisecond))
 		}
-		eventually(t, 5*time.Second, "the locks re-claimed", func() error {
+		redistest.Within(t, 5*time.Second, "the locks re-claimed", func() error {
 			got := hub.locksOf(t, ada)
 			if got["r-1001"].HolderOID != margaret.oid || got["r-1003"].HolderOID != grace.oid {
 				return fmt.Errorf("acme locks %v", got)
