@@ -1,10 +1,8 @@
 package locks
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,27 +71,9 @@ func backends(t *testing.T) []backend {
 	}
 }
 
-// logBuffer is a slog handler target that tests can read.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func newStore(t testing.TB, c redis.UniversalClient, cfg Config) (*Store, *logBuffer) {
+func newStore(t testing.TB, c redis.UniversalClient, cfg Config) (*Store, *redistest.LogBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &redistest.LogBuffer{}
 	cfg.Client = c
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))

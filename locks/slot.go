@@ -1,6 +1,9 @@
 package locks
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // slotCount is the number of Redis Cluster hash slots.
 const slotCount = 16384
@@ -10,21 +13,12 @@ const slotCount = 16384
 // The test harness has its own implementation, and both are checked against
 // CLUSTER KEYSLOT on a real cluster.
 func keySlot(key string) int {
-	if i := indexByte(key, '{'); i >= 0 {
-		if j := indexByte(key[i+1:], '}'); j > 0 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
 			key = key[i+1 : i+1+j]
 		}
 	}
 	return int(crc16(key) % slotCount)
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
 }
 
 // crc16 is CRC-16/XMODEM (polynomial 0x1021), the checksum of the cluster spec.

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 	"github.com/lockhub/lockhub/web"
 )
@@ -29,7 +29,7 @@ type ordersAPI struct {
 	store *locks.Store
 	mr    *miniredis.Miniredis
 	reg   *prometheus.Registry
-	logs  *syncBuffer
+	logs  *redistest.LogBuffer
 
 	mu     sync.Mutex
 	writes map[string]int // guarded by mu
@@ -41,7 +41,7 @@ type user struct{ tenant, oid string }
 
 func newOrdersAPI(t *testing.T, store web.LockReader) *ordersAPI {
 	t.Helper()
-	a := &ordersAPI{mr: miniredis.RunT(t), reg: prometheus.NewRegistry(), logs: &syncBuffer{}, writes: map[string]int{}}
+	a := &ordersAPI{mr: miniredis.RunT(t), reg: prometheus.NewRegistry(), logs: &redistest.LogBuffer{}, writes: map[string]int{}}
 	rdb := redis.NewClient(&redis.Options{Addr: a.mr.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	types, err := locks.NewRegistry("Order")
@@ -216,22 +216,4 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels ..
 		}
 	}
 	return 0
-}
-
-// syncBuffer is a bytes.Buffer for logs written from handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockhub/lockhub/hub/auth/authtest"
+	"github.com/lockhub/lockhub/locks/redistest"
 )
 
 // TestRunWithJWKS runs in production mode: tokens are checked against a JWKS, with the
@@ -44,7 +45,7 @@ func TestRunJWKSUnreachable(t *testing.T) {
 	idp := httptest.NewServer(http.NotFoundHandler())
 	url := idp.URL + "/keys"
 	idp.Close()
-	m := &Main{Args: []string{"--listen", "127.0.0.1:0", "--jwks-url", url, "--issuer", "i", "--audience", "a"}, LookupEnv: env(), Stdout: &syncBuffer{}}
+	m := &Main{Args: []string{"--listen", "127.0.0.1:0", "--jwks-url", url, "--issuer", "i", "--audience", "a"}, LookupEnv: env(), Stdout: &redistest.LogBuffer{}}
 	err := m.Run(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "--jwks-url") {
 		t.Fatalf("Run: %v", err)

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,29 +34,11 @@ func env(vars ...string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-// syncBuffer collects logs written from the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // running is a Main serving in this process.
 type running struct {
 	m      *Main
 	url    string
-	logs   *syncBuffer
+	logs   *redistest.LogBuffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -65,7 +46,7 @@ type running struct {
 // start runs Main with args and environment, and waits until it listens.
 func start(t *testing.T, args []string, lookup func(string) (string, bool)) *running {
 	t.Helper()
-	r := &running{logs: &syncBuffer{}, done: make(chan error, 1)}
+	r := &running{logs: &redistest.LogBuffer{}, done: make(chan error, 1)}
 	r.m = &Main{Args: append([]string{"--listen", "127.0.0.1:0"}, args...), LookupEnv: lookup, Stdout: r.logs, Stderr: io.Discard}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
