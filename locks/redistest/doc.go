@@ -14,6 +14,10 @@
 // [Cluster.KillMaster] and [Cluster.WaitFailover] to inject failures.
 // [Slot] computes the cluster hash slot of a key without a server.
 //
+// It also holds what the tests of every package share: [Eventually] and [Within] poll
+// a condition with a deadline, and [LogBuffer] collects the logs a service writes from
+// its goroutines.
+//
 // The redis-server binary is looked up in PATH. When it is missing the test
 // fails (it never skips) with the command that installs it; see
 // [RequireRedisServer].
