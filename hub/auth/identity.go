@@ -18,7 +18,7 @@ import (
 type Identity struct {
 	Tenant  string    // the tenant claim ("tid"); valid per locks.ValidTenant
 	OID     string    // the holder's object id ("oid"); valid per locks.ValidOID
-	Name    string    // display name ("name"); may be empty
+	Name    string    // display name ("name"), cleaned by CleanName; the oid when that leaves nothing
 	Roles   []string  // roles ("roles")
 	Expires time.Time // the token's exp; never zero for a verified token
 }
@@ -90,7 +90,10 @@ func identityOf(tok jwt.Token, names ClaimNames) (Identity, error) {
 	if id.OID, ok = stringClaim(tok, names.OID); !ok || !locks.ValidOID(id.OID) {
 		return Identity{}, unauthorized("claim %q is missing or not a valid oid", names.OID)
 	}
-	id.Name, _ = stringClaim(tok, names.Name) // optional: a holder without a name is still a holder
+	// Optional: a holder without a name is shown by its oid. Cleaned here, the one
+	// place every verifier's Identity passes, so no caller sees a raw name.
+	name, _ := stringClaim(tok, names.Name)
+	id.Name = cmp.Or(CleanName(name), id.OID)
 	roles, err := rolesClaim(tok, names.Roles)
 	if err != nil {
 		return Identity{}, err
