@@ -39,7 +39,9 @@
  * Modules, each importable on its own:
  *
  * - `lockhub/connection.js`: {@link LockClient} and {@link connect}: the socket,
- *   requests, watches.
+ *   auth and refresh, reconnect, requests.
+ * - `lockhub/watches.js`: the live map of each watched type (internal; its
+ *   {@link Watch} is what {@link LockClient#watch} returns).
  * - `lockhub/holds.js`: the state machine of each lock the client wants to hold
  *   (internal).
  * - `lockhub/form.js`: {@link LockForm}. `lockhub/grid.js`: {@link LockGrid}.
@@ -70,7 +72,7 @@ export { LockGrid } from './lockhub/grid.js';
 /** @typedef {import('./lockhub/connection.js').TokenRequest} TokenRequest */
 /** @typedef {import('./lockhub/connection.js').ConnectionState} ConnectionState */
 /** @typedef {import('./lockhub/connection.js').ConnectionStateName} ConnectionStateName */
-/** @typedef {import('./lockhub/connection.js').Watch} Watch */
+/** @typedef {import('./lockhub/watches.js').Watch} Watch */
 /** @typedef {import('./lockhub/form.js').LockFormOptions} LockFormOptions */
 /** @typedef {import('./lockhub/form.js').FormState} FormState */
 /** @typedef {import('./lockhub/grid.js').LockGridOptions} LockGridOptions */

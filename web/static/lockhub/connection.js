@@ -3,10 +3,10 @@
  * The connection to the hub: {@link LockClient}, made by {@link connect}.
  *
  * It keeps one WebSocket to `/ws` (subprotocol `lockhub.v1`), authenticates with the
- * first frame, refreshes the token in band, reconnects with backoff, matches answers
- * to requests by id, and keeps a live map of the locks of each watched type. What it
- * wants to hold it leaves to its {@link Holds}, which it feeds the welcome, snapshots,
- * lock events and the ticks of its timer.
+ * first frame, refreshes the token in band, reconnects with backoff, and matches
+ * answers to requests by id. The live map of each watched type it leaves to its
+ * {@link Watches}, what it wants to hold to its {@link Holds}; it feeds both the
+ * welcome, snapshots, lock events and the ticks of its timer.
  *
  * @module lockhub/connection
  */
@@ -19,6 +19,7 @@ import { LockGrid } from './grid.js';
 import { Holds } from './holds.js';
 import { CloseCode, LockhubError, SUBPROTOCOL } from './protocol.js';
 import { jwtExpiry } from './token.js';
+import { Watches } from './watches.js';
 
 /** @typedef {import('./protocol.js').Lock} Lock */
 /** @typedef {import('./protocol.js').Holder} Holder */
@@ -28,6 +29,7 @@ import { jwtExpiry } from './token.js';
 /** @typedef {import('./protocol.js').LockEvent} LockEvent */
 /** @typedef {import('./holds.js').Entry} Entry */
 /** @typedef {import('./holds.js').Hold} Hold */
+/** @typedef {import('./watches.js').Watch} Watch */
 /** @typedef {import('./form.js').LockFormOptions} LockFormOptions */
 /** @typedef {import('./grid.js').LockGridOptions} LockGridOptions */
 
@@ -72,15 +74,6 @@ import { jwtExpiry } from './token.js';
  */
 
 /**
- * @typedef {object} Watch
- * @property {string} type
- * @property {Map<string, Lock>} locks  the live map, by entityUid
- * @property {(uid: string) => Lock|undefined} get
- * @property {() => Promise<void>} synced  resolves when a snapshot arrived on the current connection
- * @property {() => void} close
- */
-
-/**
  * @typedef {object} Pending
  * @property {Record<string, unknown>} frame
  * @property {(r: any) => void} resolve
@@ -88,16 +81,6 @@ import { jwtExpiry } from './token.js';
  * @property {boolean} resend   send again after a reconnect instead of failing
  * @property {boolean} sent
  * @property {ReturnType<typeof setTimeout>|undefined} timer
- */
-
-/**
- * @typedef {object} TypeState
- * @property {string} type
- * @property {Map<string, Lock>} locks   live locks by entityUid
- * @property {Set<(locks: Map<string, Lock>, change: Change) => void>} subs
- * @property {number} refs       watchers plus holds of the type
- * @property {boolean} synced    a snapshot arrived on the current connection
- * @property {Array<() => void>} waiters  resolved by the next snapshot
  */
 
 /**
@@ -117,8 +100,8 @@ export class LockClient {
   #nextId = 1;
   /** @type {Map<string, Pending>} */
   #pending = new Map();
-  /** @type {Map<string, TypeState>} */
-  #types = new Map();
+  /** @type {Watches} the watched types and their live maps */
+  #watches;
   /** @type {Holds} the locks this client wants to hold */
   #holds;
   /** @type {Set<(s: ConnectionState) => void>} */
@@ -159,10 +142,17 @@ export class LockClient {
       unknownRetryMs: opts.unknownRetryMs ?? 10000,
       onError: opts.onError ?? ((err) => console.warn('lockhub:', err)),
     };
+    this.#watches = new Watches({
+      request: (frame) => this.#request(frame, false),
+      authed: () => this.#authed,
+      now: () => this.now(),
+      onSnapshot: (type, locks) => this.#holds.snapshot(type, locks),
+      onError: (err) => this.#o.onError(err),
+    });
     this.#holds = new Holds({
       request: (frame) => this.#request(frame),
-      ref: (type) => void this.#ref(type),
-      unref: (type) => this.#unref(type),
+      ref: (type) => this.#watches.ref(type),
+      unref: (type) => this.#watches.unref(type),
       closed: () => this.#closed,
       welcome: () => this.#welcome,
       now: () => this.now(),
@@ -303,26 +293,7 @@ export class LockClient {
    * @returns {Watch}
    */
   watch(type, onChange) {
-    const t = this.#ref(type);
-    const fn = onChange || (() => {});
-    t.subs.add(fn);
-    if (t.synced) safeCall(fn, t.locks, { op: 'Snapshot' });
-    let closed = false;
-    return {
-      type,
-      get locks() {
-        return t.locks;
-      },
-      get: (uid) => t.locks.get(uid),
-      synced: () =>
-        t.synced && this.#authed ? Promise.resolve() : new Promise((r) => t.waiters.push(r)),
-      close: () => {
-        if (closed) return;
-        closed = true;
-        t.subs.delete(fn);
-        this.#unref(type);
-      },
-    };
+    return this.#watches.watch(type, onChange);
   }
 
   /**
@@ -465,7 +436,7 @@ export class LockClient {
     const wasAuthed = this.#authed;
     this.#authed = false;
     clearTimeout(this.#refreshTimer);
-    for (const t of this.#types.values()) t.synced = false;
+    this.#watches.disconnected();
     // Requests in flight: those that mean the same after a reconnect are sent again
     // (claim, renew, release, takeover, mine); the rest fail.
     for (const [id, p] of this.#pending) {
@@ -525,7 +496,7 @@ export class LockClient {
       case 'snapshot':
       case 'error': {
         if (f.type === 'snapshot' && f.id === undefined) {
-          this.#applySnapshot(f.entityType, f.locks || []);
+          this.#watches.snapshot(f.entityType, f.locks || []);
           return;
         }
         const p = f.id !== undefined ? this.#pending.get(String(f.id)) : undefined;
@@ -565,7 +536,7 @@ export class LockClient {
     this.#scheduleRefresh(this.#token);
     // Re-watch (the snapshot makes the maps whole), re-claim what is wanted, then send
     // what waited for the connection.
-    for (const t of this.#types.values()) if (t.refs > 0) this.#sendWatch(t);
+    this.#watches.connected();
     this.#holds.reclaim();
     for (const p of this.#pending.values()) if (!p.sent) this.#transmit(p);
     this.#resolveReady(w);
@@ -697,97 +668,21 @@ export class LockClient {
     }, this.#o.requestTimeoutMs);
   }
 
-  // ------------------------------------------------------------------ watches
-
-  /** @param {string} type */
-  #ref(type) {
-    let t = this.#types.get(type);
-    if (!t) {
-      t = { type, locks: new Map(), subs: new Set(), refs: 0, synced: false, waiters: [] };
-      this.#types.set(type, t);
-    }
-    t.refs++;
-    if (t.refs === 1 && this.#authed) this.#sendWatch(t);
-    return t;
-  }
-
-  /** @param {string} type */
-  #unref(type) {
-    const t = this.#types.get(type);
-    if (!t) return;
-    t.refs--;
-    if (t.refs > 0) return;
-    this.#types.delete(type);
-    if (this.#authed) void this.#request({ type: 'unwatch', entityType: type }, false).catch(() => {});
-  }
-
-  /** @param {TypeState} t */
-  #sendWatch(t) {
-    const ws = this.#ws;
-    this.#request({ type: 'watch', entityType: t.type }, false).then(
-      (snap) => {
-        if (ws === this.#ws && this.#types.get(t.type) === t) this.#applySnapshot(t.type, snap.locks || []);
-      },
-      (err) => {
-        if (err instanceof LockhubError && (err.code === 'disconnected' || err.code === 'closed')) return;
-        this.#o.onError(err);
-      },
-    );
-  }
-
-  /** @param {string} type @param {Lock[]} locks */
-  #applySnapshot(type, locks) {
-    const t = this.#types.get(type);
-    if (!t) return;
-    const now = this.now();
-    t.locks = new Map();
-    for (const l of locks) {
-      if (l && parseTime(l.expiresAtUtc) > now) t.locks.set(l.entityUid, l);
-    }
-    t.synced = true;
-    const waiters = t.waiters.splice(0);
-    for (const r of waiters) r();
-    for (const fn of t.subs) safeCall(fn, t.locks, { op: 'Snapshot' });
-    // Holds learn from the snapshot too: a lock that blocked us may be gone.
-    this.#holds.snapshot(type, t.locks);
-  }
+  // ------------------------------------------------------------------ events and ticks
 
   /** @param {LockEvent} ev */
   #onLockEvent(ev) {
     const l = ev.lock;
     if (!l || typeof l.entityUid !== 'string') return;
-    const t = this.#types.get(l.entityType);
-    if (t) {
-      const gone = ev.op === 'Released' || ev.op === 'Expired' || !(parseTime(l.expiresAtUtc) > this.now());
-      if (gone) {
-        const cur = t.locks.get(l.entityUid);
-        // Events of one entity arrive in order; still, never drop a newer holder's lock.
-        if (cur && (cur.holderOid === l.holderOid || ev.op === 'Expired')) t.locks.delete(l.entityUid);
-      } else {
-        t.locks.set(l.entityUid, l);
-      }
-      /** @type {Change} */
-      const change = { op: ev.op, lock: l, at: ev.at };
-      if (ev.previousHolder) change.previousHolder = ev.previousHolder;
-      for (const fn of t.subs) safeCall(fn, t.locks, change);
-    }
+    this.#watches.event(ev);
     this.#holds.event(ev);
   }
 
   #tick() {
     const now = this.now();
-    const local = Date.now();
-    // Hide locks whose lease ran out, even before Expired arrives.
-    for (const t of this.#types.values()) {
-      for (const [uid, l] of t.locks) {
-        if (parseTime(l.expiresAtUtc) <= now) {
-          t.locks.delete(uid);
-          for (const fn of t.subs) safeCall(fn, t.locks, { op: 'Expired', lock: l, local: true });
-        }
-      }
-    }
+    this.#watches.tick(now);
     if (!this.#authed) return;
-    this.#holds.tick(now, local);
+    this.#holds.tick(now, Date.now());
   }
 }
 

@@ -16,7 +16,7 @@ import { formatClock, formatRemaining, lockedByText, parseTime } from './format.
 /** @typedef {import('./protocol.js').Lock} Lock */
 /** @typedef {import('./protocol.js').Change} Change */
 /** @typedef {import('./connection.js').LockClient} LockClient */
-/** @typedef {import('./connection.js').Watch} Watch */
+/** @typedef {import('./watches.js').Watch} Watch */
 
 /**
  * @typedef {object} LockGridOptions
