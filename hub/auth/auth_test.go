@@ -143,15 +143,14 @@ func newJWKSFixture(t *testing.T) *jwksFixture {
 
 func newJWKSForTest(t *testing.T, f *jwksFixture) *JWKS {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel) // ends the cache's refresh goroutines
-	a, err := NewJWKS(ctx, JWKSConfig{
+	a, err := NewJWKS(context.Background(), JWKSConfig{
 		URL: f.srv.URL, Issuer: "https://login.example/tenant/v2.0", Audience: "api://lockhub",
 		HTTPClient: f.srv.Client(), Now: func() time.Time { return testNow },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(a.Close) // joins the background refresh
 	return a
 }
 
@@ -278,10 +277,15 @@ func TestNewJWKSConfig(t *testing.T) {
 	}{
 		{"no URL", JWKSConfig{Issuer: "i", Audience: "a"}},
 		{"not http", JWKSConfig{URL: "file:///etc/passwd", Issuer: "i", Audience: "a"}},
+		{"http, not loopback", JWKSConfig{URL: "http://login.example/keys", Issuer: "i", Audience: "a"}},
 		{"no issuer", JWKSConfig{URL: f.srv.URL, Audience: "a"}},
 		{"no audience", JWKSConfig{URL: f.srv.URL, Issuer: "i"}},
 		{"leeway over 5s", JWKSConfig{URL: f.srv.URL, Issuer: "i", Audience: "a", Leeway: 6 * time.Second}},
+		{"refresh over an hour", JWKSConfig{URL: f.srv.URL, Issuer: "i", Audience: "a", RefreshInterval: time.Hour + time.Second}},
+		{"unknown-kid wait over 5s", JWKSConfig{URL: f.srv.URL, Issuer: "i", Audience: "a", UnknownKidWait: 6 * time.Second}},
+		{"negative fetch timeout", JWKSConfig{URL: f.srv.URL, Issuer: "i", Audience: "a", FetchTimeout: -time.Second}},
 		{"unreachable", JWKSConfig{URL: "http://127.0.0.1:1/jwks", Issuer: "i", Audience: "a"}},
+		{"no signing key", JWKSConfig{URL: emptySet(t), Issuer: "i", Audience: "a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := NewJWKS(ctx, tc.cfg); err == nil {
@@ -289,6 +293,15 @@ func TestNewJWKSConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// emptySet serves a JWKS without keys until t ends, and returns its URL.
+func emptySet(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"keys":[]}`))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 func TestClaimNames(t *testing.T) {

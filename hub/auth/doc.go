@@ -13,6 +13,11 @@
 //
 // # Concurrency
 //
-// Every method of JWKS and Dev may be called concurrently. The JWKS key cache runs jwx's
-// goroutines until the ctx given to NewJWKS is done.
+// Every method of JWKS and Dev may be called concurrently. A JWKS holds its key set in
+// memory and refreshes it from a goroutine of its own, which runs until the ctx given
+// to NewJWKS is done or Close is called; Close also waits for it, and for a refetch an
+// unknown kid started. Verify never waits on a fetch for a kid the set holds, and at
+// most JWKSConfig.UnknownKidWait for one it lacks.
+//
+// Every Identity's Name is cleaned by CleanName (PROTOCOL.md §6, "Names").
 package auth

@@ -7,7 +7,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// The JWKS cache's goroutines belong to jwx and end, unjoined, when the ctx given
-	// to NewJWKS is canceled; goleak retries for a while, which covers them.
+	// Every test closes its JWKS, which joins the background refresh and refetches.
 	goleak.VerifyTestMain(m)
 }
