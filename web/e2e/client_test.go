@@ -35,8 +35,9 @@ type fakeHub struct {
 	srv   *httptest.Server
 	conns chan *fakeConn
 
-	mu  sync.Mutex
-	all []*fakeConn
+	mu      sync.Mutex
+	all     []*fakeConn
+	stallOn string // given to every new connection, see fakeConn.stallAfter
 }
 
 // fakeConn is one accepted socket. Its frames are read by the handler goroutine that
@@ -47,6 +48,9 @@ type fakeConn struct {
 	done   chan struct{} // closed when the reader stops
 	stop   chan struct{} // closed by the test cleanup
 	once   sync.Once
+
+	mu      sync.Mutex
+	stallOn string // after reading a frame of this type, read nothing more
 }
 
 func newFakeHub(t *testing.T) *fakeHub {
@@ -94,6 +98,7 @@ func (h *fakeHub) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	h.mu.Lock()
 	h.all = append(h.all, fc)
+	fc.stallOn = h.stallOn
 	h.mu.Unlock()
 	h.conns <- fc
 	for {
@@ -110,7 +115,35 @@ func (h *fakeHub) serveWS(w http.ResponseWriter, r *http.Request) {
 		case <-fc.stop:
 			return
 		}
+		if fc.stalls(f.str("type")) {
+			// Read nothing more, not even a close frame, and answer nothing: a hub gone
+			// half-open, whose TCP connection stays up. The cleanup's shut ends it.
+			<-fc.stop
+			return
+		}
 	}
+}
+
+// stallAfter makes the connection go silent once it has read a frame of type typ:
+// from then on the fake hub reads and answers nothing, and keeps the socket open.
+func (c *fakeConn) stallAfter(typ string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stallOn = typ
+}
+
+func (c *fakeConn) stalls(typ string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stallOn != "" && c.stallOn == typ
+}
+
+// stallNewAfter makes every connection accepted from now on go silent once it has read
+// a frame of type typ (see fakeConn.stallAfter).
+func (h *fakeHub) stallNewAfter(typ string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stallOn = typ
 }
 
 // accept waits for the next connection.
@@ -513,6 +546,123 @@ func TestClient(t *testing.T) {
 				closes[2].attempt === 1 && closes[2].retryInMs >= 0 && closes[2].retryInMs < 50;
 		})()`) {
 			t.Errorf("no backoff after a fresh token was refused: %s", eval[string](t, e.tab, `JSON.stringify(stateLog)`))
+		}
+	})
+
+	// PROTOCOL.md §4, Heartbeat, with the intervals cut from 25 s and 10 s.
+	const idlePing, pongTimeout = 300 * time.Millisecond, 300 * time.Millisecond
+	heartbeatOpts := fmt.Sprintf(`{idlePingMs: %d, pongTimeoutMs: %d}`, idlePing.Milliseconds(), pongTimeout.Milliseconds())
+
+	t.Run("HeartbeatPingsAQuietHubAndStays", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		quiet := time.Now() // before the welcome, the last frame the hub sends unasked
+		c := e.start(t, heartbeatOpts, welcomeOpts{})
+		// Any frame is an answer: a pong, and the bad_request of a hub that does not
+		// know ping yet.
+		for i, answer := range []string{"pong", "error", "pong", "pong"} {
+			p := c.expect(t, "ping") // nothing else goes out on a quiet socket
+			if d := time.Since(quiet); d < idlePing {
+				t.Errorf("ping %d after %v of quiet; idlePingMs is %v", i, d, idlePing)
+			}
+			if p.str("id") == "" {
+				t.Fatalf("ping without an id: %v", p)
+			}
+			quiet = time.Now()
+			switch answer {
+			case "pong":
+				c.reply(t, p, "pong", map[string]any{"serverTime": stamp(time.Now())})
+			case "error":
+				c.reply(t, p, "error", map[string]any{"code": "bad_request", "message": `unknown frame type "ping"`})
+			}
+		}
+		// The client gave nothing up: the socket reader would have seen its close frame.
+		c.expect(t, "ping")
+		select {
+		case <-e.hub.conns:
+			t.Fatal("the client reconnected to a hub that answers")
+		default:
+		}
+		if got := strings.Join(eval[[]string](t, e.tab, `states`), ","); got != "connecting,open" {
+			t.Errorf("states %s, want connecting,open", got)
+		}
+		if got := eval[[]string](t, e.tab, `errors`); len(got) != 0 {
+			t.Errorf("the answers to ping were reported as errors: %v", got)
+		}
+	})
+
+	t.Run("HeartbeatFindsAHubThatStoppedAnswering", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, heartbeatOpts, welcomeOpts{})
+		eval[bool](t, e.tab, `(window.w = client.watch('ApprovalRequest'), client.claim('ApprovalRequest', 'r-1'), true)`)
+		watch := c.expect(t, "watch")
+		claim := c.expect(t, "claim")
+		// The hub reads the ping and then nothing more; the TCP connection stays up.
+		c.stallAfter("ping")
+		c.reply(t, watch, "snapshot", map[string]any{"entityType": "ApprovalRequest", "locks": []any{}})
+		quiet := time.Now()
+		c.reply(t, claim, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+		waitFor(t, e.tab, "held", `client.held().length === 1`, 5*time.Second, `client.state`)
+		c.waitFrame(t, "ping", idlePing+5*time.Second)
+		c2 := e.hub.accept(t)
+		took := time.Since(quiet)
+		t.Logf("a hub that stopped answering was given up and reconnected to after %v of silence", took.Round(time.Millisecond))
+		if took < idlePing+pongTimeout {
+			t.Errorf("reconnected after %v of silence; the ping is due after %v and its answer %v later", took, idlePing, pongTimeout)
+		}
+		if limit := idlePing + pongTimeout + 2*time.Second; took > limit {
+			t.Errorf("reconnected after %v of silence, want about %v (at most %v)", took, idlePing+pongTimeout, limit)
+		}
+		// As after any drop: authenticate, watch and claim again on the new socket.
+		auth := c2.handshake(t, welcomeOpts{})
+		if got := eval[[]string](t, e.tab, `tokens`); len(got) != 2 || auth.str("token") != got[1] {
+			t.Errorf("reconnect authenticated with %q; tokens fetched %v (want a fresh one)", auth.str("token"), got)
+		}
+		seen := map[string]bool{}
+		for range 2 {
+			f := c2.next(t, 5*time.Second)
+			seen[f.str("type")] = true
+			switch f.str("type") {
+			case "watch":
+				c2.reply(t, f, "snapshot", map[string]any{"entityType": "ApprovalRequest", "locks": []any{lock("r-1", "u-me", "Me Myself", 5*time.Minute)}})
+			case "claim":
+				if f.str("entityUid") != "r-1" {
+					t.Fatalf("re-claim of %v", f)
+				}
+				c2.reply(t, f, "result", map[string]any{"outcome": "renewed", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+			default:
+				t.Fatalf("unexpected frame after reconnect %v", f)
+			}
+		}
+		if !seen["watch"] || !seen["claim"] {
+			t.Fatalf("after reconnect got %v, want watch and claim", seen)
+		}
+		waitFor(t, e.tab, "whole again", `client.state.state === 'open' && w.locks.has('r-1') && client.held().length === 1`, 5*time.Second, `[client.state, [...w.locks.keys()]]`)
+		if !eval[bool](t, e.tab, `stateLog.some((s) => s.state === 'reconnecting' && s.code === lh.CloseCode.NO_ANSWER && s.code === 4000)`) {
+			t.Errorf("no reconnect with code 4000: %s", eval[string](t, e.tab, `JSON.stringify(stateLog)`))
+		}
+	})
+
+	t.Run("HeartbeatGivesUpAHubThatNeverWelcomes", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		e.hub.stallNewAfter("auth")
+		before := time.Now() // before the auth frame goes out
+		eval[bool](t, e.tab, fmt.Sprintf(`start(%s)`, heartbeatOpts))
+		c := e.hub.accept(t)
+		c.expect(t, "auth")
+		c2 := e.hub.accept(t)
+		took := time.Since(before)
+		if took < pongTimeout {
+			t.Errorf("gave the socket up %v after starting; pongTimeoutMs is %v", took, pongTimeout)
+		}
+		if limit := pongTimeout + 2*time.Second; took > limit {
+			t.Errorf("waited %v for a welcome, want about %v (at most %v)", took, pongTimeout, limit)
+		}
+		c2.expect(t, "auth")
+		if !eval[bool](t, e.tab, `client.welcome === null && stateLog.some((s) => s.state === 'reconnecting' && s.code === 4000)`) {
+			t.Errorf("states %s", eval[string](t, e.tab, `JSON.stringify(stateLog)`))
 		}
 	})
 

@@ -19,6 +19,9 @@
  * The client keeps one WebSocket to `/ws` (subprotocol `lockhub.v1`). It authenticates
  * with the first frame, refreshes the token in band 30 s before it expires, and
  * reconnects with exponential backoff and full jitter, except after 4403 (forbidden).
+ * It sends a `ping` when it has heard nothing from the hub for 25 s, and gives a socket
+ * up (close 4000) when no frame at all arrives within 10 s of a `ping` or of its first
+ * `auth`, so a half-open connection is found within about 35 s (PROTOCOL.md §4).
  * After a reconnect it authenticates again, watches again (the snapshot makes every
  * map whole) and claims again what it held. Held locks are renewed every `renewMs` of
  * the welcome, and at once when an event shows the lease ending before the next
@@ -44,6 +47,7 @@
  *   {@link Watch} is what {@link LockClient#watch} returns).
  * - `lockhub/holds.js`: the state machine of each lock the client wants to hold
  *   (internal).
+ * - `lockhub/heartbeat.js`: the liveness check of a socket (internal).
  * - `lockhub/form.js`: {@link LockForm}. `lockhub/grid.js`: {@link LockGrid}.
  * - `lockhub/protocol.js`: the subprotocol, close codes, frame shapes and
  *   {@link LockhubError}.

@@ -29,6 +29,8 @@ window.start = (opts = {}) => {
     },
     backoffBaseMs: opts.base ?? 50,
     backoffMaxMs: opts.max ?? 200,
+    idlePingMs: opts.idlePingMs,
+    pongTimeoutMs: opts.pongTimeoutMs,
     onError: (e) => window.errors.push(String(e)),
   });
   return true;

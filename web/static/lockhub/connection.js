@@ -3,7 +3,8 @@
  * The connection to the hub: {@link LockClient}, made by {@link connect}.
  *
  * It keeps one WebSocket to `/ws` (subprotocol `lockhub.v1`), authenticates with the
- * first frame, refreshes the token in band, reconnects with backoff, and matches
+ * first frame, refreshes the token in band, gives up a socket on which the hub stopped
+ * answering (a {@link Heartbeat} per socket), reconnects with backoff, and matches
  * answers to requests by id. The live map of each watched type it leaves to its
  * {@link Watches}, what it wants to hold to its {@link Holds}; it feeds both the
  * welcome, snapshots, lock events and the ticks of its timer.
@@ -16,6 +17,7 @@ import { safeCall } from './callback.js';
 import { LockForm } from './form.js';
 import { parseTime } from './format.js';
 import { LockGrid } from './grid.js';
+import { Heartbeat } from './heartbeat.js';
 import { Holds } from './holds.js';
 import { CloseCode, LockhubError, SUBPROTOCOL } from './protocol.js';
 import { jwtExpiry } from './token.js';
@@ -45,7 +47,8 @@ import { Watches } from './watches.js';
  *   retrying; `closed` by {@link LockClient#close}; `forbidden` closed with 4403, no retry.
  * @property {number} attempt     reconnect attempts since the last welcome
  * @property {number} [retryInMs] while reconnecting: the delay before the next attempt
- * @property {number} [code]      the close code that ended the last socket
+ * @property {number} [code]      the close code that ended the last socket (4000: the
+ *   client gave it up, the hub did not answer in time)
  * @property {string} [reason]
  */
 
@@ -63,6 +66,11 @@ import { Watches } from './watches.js';
  * @property {number} [refreshBeforeMs] refresh the token this long before it expires. Default 30000.
  * @property {number} [requestTimeoutMs] an unanswered request fails after this. Default 15000.
  * @property {number} [unknownRetryMs] retry a claim answered `unknown` after this. Default 10000.
+ * @property {number} [idlePingMs] send a `ping` when nothing has been heard from the hub for
+ *   this long. Default 25000 (PROTOCOL.md §4, Heartbeat).
+ * @property {number} [pongTimeoutMs] give a socket up (close 4000, then reconnect as after any
+ *   drop) when no frame at all arrives this long after a `ping`, or after the first `auth`.
+ *   Default 10000: a half-open connection is found within about 35 s.
  * @property {(err: unknown) => void} [onError] errors not tied to a request (logged by default)
  */
 
@@ -91,6 +99,8 @@ export class LockClient {
   #o;
   /** @type {WebSocket|null} */
   #ws = null;
+  /** @type {Heartbeat|null} the liveness check of #ws */
+  #heartbeat = null;
   #authed = false;
   /** @type {string} the token the current socket authenticated with */
   #token = '';
@@ -140,6 +150,8 @@ export class LockClient {
       refreshBeforeMs: opts.refreshBeforeMs ?? 30000,
       requestTimeoutMs: opts.requestTimeoutMs ?? 15000,
       unknownRetryMs: opts.unknownRetryMs ?? 10000,
+      idlePingMs: opts.idlePingMs ?? 25000,
+      pongTimeoutMs: opts.pongTimeoutMs ?? 10000,
       onError: opts.onError ?? ((err) => console.warn('lockhub:', err)),
     };
     this.#watches = new Watches({
@@ -297,7 +309,7 @@ export class LockClient {
   }
 
   /**
-   * Sends a request frame and resolves with its answer (`result` or `snapshot`, without
+   * Sends a request frame and resolves with its answer (`result`, `snapshot` or `pong`, without
    * `id` and `type`); rejects with a {@link LockhubError} on an `error` frame. For frame
    * types this client has no method for.
    * @param {Record<string, unknown>} frame
@@ -400,12 +412,24 @@ export class LockClient {
     this.#ws = ws;
     this.#authed = false;
     this.#token = token;
+    const heartbeat = new Heartbeat({
+      idleMs: this.#o.idlePingMs,
+      answerMs: this.#o.pongTimeoutMs,
+      // An old hub answers a ping with bad_request: an answer all the same.
+      ping: () => void this.#request({ type: 'ping' }, false).catch(() => {}),
+      dead: () => {
+        if (ws === this.#ws) this.#drop(CloseCode.NO_ANSWER, 'no answer from the hub');
+      },
+    });
+    this.#heartbeat = heartbeat;
     ws.onopen = () => {
       if (ws !== this.#ws) return;
       ws.send(JSON.stringify({ type: 'auth', token }));
+      heartbeat.expectAnswer();
     };
     ws.onmessage = (ev) => {
       if (ws !== this.#ws) return;
+      heartbeat.heard();
       this.#onMessage(ev.data);
     };
     ws.onclose = (ev) => {
@@ -430,9 +454,29 @@ export class LockClient {
     this.#reconnectTimer = setTimeout(() => void this.#open(), delay);
   }
 
+  /**
+   * Gives the current socket up at once, as if it had closed with code: a hub that
+   * does not answer may not answer a close frame either, and the browser would wait.
+   * @param {number} code
+   * @param {string} reason
+   */
+  #drop(code, reason) {
+    const ws = this.#ws;
+    if (!ws) return;
+    this.#ws = null; // its close event, whenever it comes, is ignored
+    try {
+      ws.close(code, reason);
+    } catch {
+      /* already closing */
+    }
+    this.#onClose(code, reason);
+  }
+
   /** @param {number} code @param {string} reason */
   #onClose(code, reason) {
     this.#ws = null;
+    this.#heartbeat?.stop();
+    this.#heartbeat = null;
     const wasAuthed = this.#authed;
     this.#authed = false;
     clearTimeout(this.#refreshTimer);
@@ -494,6 +538,7 @@ export class LockClient {
     switch (f.type) {
       case 'result':
       case 'snapshot':
+      case 'pong':
       case 'error': {
         if (f.type === 'snapshot' && f.id === undefined) {
           this.#watches.snapshot(f.entityType, f.locks || []);
@@ -534,6 +579,7 @@ export class LockClient {
     this.#everOpened = true;
     this.#setState({ state: 'open', attempt: 0 });
     this.#scheduleRefresh(this.#token);
+    this.#heartbeat?.pingWhenIdle();
     // Re-watch (the snapshot makes the maps whole), re-claim what is wanted, then send
     // what waited for the connection.
     this.#watches.connected();
@@ -577,6 +623,7 @@ export class LockClient {
 
   /** @param {string} why */
   #shutdown(why) {
+    this.#heartbeat?.stop();
     clearTimeout(this.#reconnectTimer);
     clearTimeout(this.#refreshTimer);
     clearInterval(this.#ticker);
@@ -613,6 +660,7 @@ export class LockClient {
     });
     if (ev && ev.persisted) {
       this.#suspended = true;
+      this.#heartbeat?.stop();
       clearTimeout(this.#reconnectTimer);
       this.#reconnectTimer = undefined;
       if (ws) ws.close(CloseCode.NORMAL, 'pagehide');

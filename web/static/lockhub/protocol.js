@@ -10,11 +10,15 @@
 /** The WebSocket subprotocol of the contract. */
 export const SUBPROTOCOL = 'lockhub.v1';
 
-/** Close codes of PROTOCOL.md §4. */
+/**
+ * Close codes of PROTOCOL.md §4, and the one the client closes with itself when the
+ * hub stops answering (`NO_ANSWER`, §4 Heartbeat).
+ */
 export const CloseCode = Object.freeze({
   NORMAL: 1000,
   GOING_AWAY: 1001,
   TOO_LARGE: 1009,
+  NO_ANSWER: 4000,
   NOT_AUTHENTICATED: 4401,
   FORBIDDEN: 4403,
   AUTH_TIMEOUT: 4408,
