@@ -114,9 +114,15 @@ type hubProc struct {
 	done chan struct{} // closed when the current process has been reaped
 }
 
-// startHub runs the binary on a fresh port against redisURL, with flags added to
-// the defaults, and stops it when t ends. Its output goes to lockhub.log in the
-// output directory.
+// devEnv puts the hub in development mode: the story gets its tokens from POST
+// /dev/token, and with --redis-url given that mode must be asked for (PROTOCOL.md §6).
+// It is the environment variable of --dev (§7), not the flag, so that a binary from
+// before --dev existed, which ignores the variable, runs the story as well.
+const devEnv = "LOCKHUB_DEV=true"
+
+// startHub runs the binary on a fresh port against redisURL, in development mode, with
+// flags added to the defaults, and stops it when t ends. Its output goes to lockhub.log
+// in the output directory.
 func startHub(t *testing.T, bin, redisURL string, flags ...string) *hubProc {
 	t.Helper()
 	logPath := filepath.Join(outputDir(t), "lockhub.log")
@@ -139,8 +145,9 @@ func (h *hubProc) base() string { return "http://" + h.addr }
 // start starts the process and waits until /healthz answers.
 func (h *hubProc) start(t *testing.T) {
 	t.Helper()
-	fmt.Fprintf(h.logf, "\n==== %s start %v\n", time.Now().Format(time.TimeOnly), h.args)
+	fmt.Fprintf(h.logf, "\n==== %s start %s %v\n", time.Now().Format(time.TimeOnly), devEnv, h.args)
 	cmd := exec.Command(h.bin, h.args...)
+	cmd.Env = append(os.Environ(), devEnv)
 	cmd.Stdout = h.logf
 	cmd.Stderr = h.logf
 	if err := cmd.Start(); err != nil {
