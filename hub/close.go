@@ -46,3 +46,10 @@ func (c *conn) closing() bool {
 	defer c.mu.Unlock()
 	return c.closeCode != 0
 }
+
+// authedNow reports whether the socket has authenticated, from any goroutine.
+func (c *conn) authedNow() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.authed
+}

@@ -88,6 +88,26 @@ type Config struct {
 	// SweepInterval is how often the indexes of watched types are swept for leases that
 	// ran out, to announce them as Expired. Zero means DefaultSweepInterval (1s).
 	SweepInterval time.Duration
+
+	// MaxConnections caps the sockets of this instance: setting "max-connections". A
+	// handshake beyond it is refused with 503 and Retry-After; open sockets are not
+	// disturbed. Zero means DefaultMaxConnections.
+	MaxConnections int
+	// MaxPendingAuth caps the sockets that have not authenticated yet: setting
+	// "max-pending-auth", refused like MaxConnections. Zero means
+	// DefaultMaxPendingAuth.
+	MaxPendingAuth int
+	// MaxLocksPerSocket caps the entities held through one socket at a time: setting
+	// "max-locks-per-socket"; a claim or takeover beyond it answers too_many_locks and
+	// writes nothing. Zero means DefaultMaxLocksPerSocket.
+	MaxLocksPerSocket int
+	// PingEvery is how often the hub sends each socket a WebSocket Ping: setting
+	// "ping-every". A socket that has not answered with a Pong PongTimeout later is
+	// cut, and its locks follow the release grace. Zero means DefaultPingEvery.
+	PingEvery time.Duration
+	// PongTimeout is how long a Ping may go unanswered. Zero means
+	// protocol.PongTimeout (10s).
+	PongTimeout time.Duration
 }
 
 // Defaults of Config.
@@ -98,6 +118,11 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 	// DefaultSweepInterval is how often watched indexes are swept for expired leases.
 	DefaultSweepInterval = time.Second
+	// Limits and liveness of PROTOCOL.md §4 (version 2).
+	DefaultMaxConnections    = 50000
+	DefaultMaxPendingAuth    = 1000
+	DefaultMaxLocksPerSocket = 100
+	DefaultPingEvery         = 25 * time.Second
 )
 
 // withDefaults validates c and fills in every zero field: the one place defaults live.
@@ -105,7 +130,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Store == nil || c.Verifier == nil {
 		return c, errors.New("hub: Config.Store and Config.Verifier are required")
 	}
-	for setting, d := range map[string]time.Duration{"release-grace": c.ReleaseGrace, "renew-every": c.RenewEvery} {
+	for setting, d := range map[string]time.Duration{"release-grace": c.ReleaseGrace, "renew-every": c.RenewEvery, "ping-every": c.PingEvery} {
 		if d < 0 {
 			return c, &protocol.SettingError{Setting: setting, Err: fmt.Errorf("%s must be positive", d)}
 		}
@@ -122,6 +147,14 @@ func (c Config) withDefaults() (Config, error) {
 		if d < 0 {
 			return c, fmt.Errorf("hub: Config.%s must not be negative", name)
 		}
+	}
+	for setting, n := range map[string]int{"max-connections": c.MaxConnections, "max-pending-auth": c.MaxPendingAuth, "max-locks-per-socket": c.MaxLocksPerSocket} {
+		if n < 0 {
+			return c, &protocol.SettingError{Setting: setting, Err: fmt.Errorf("%d must be positive", n)}
+		}
+	}
+	if c.PongTimeout < 0 {
+		return c, errors.New("hub: Config.PongTimeout must not be negative")
 	}
 	if c.SendQueue < 0 || c.RateLimit < 0 || c.RateBurst < 0 {
 		return c, errors.New("hub: Config.SendQueue, RateLimit and RateBurst must not be negative")
@@ -143,5 +176,10 @@ func (c Config) withDefaults() (Config, error) {
 	c.RateBurst = cmp.Or(c.RateBurst, protocol.RateBurst)
 	c.OverRateGrace = cmp.Or(c.OverRateGrace, protocol.RateLimitGrace)
 	c.SweepInterval = cmp.Or(c.SweepInterval, DefaultSweepInterval)
+	c.MaxConnections = cmp.Or(c.MaxConnections, DefaultMaxConnections)
+	c.MaxPendingAuth = cmp.Or(c.MaxPendingAuth, DefaultMaxPendingAuth)
+	c.MaxLocksPerSocket = cmp.Or(c.MaxLocksPerSocket, DefaultMaxLocksPerSocket)
+	c.PingEvery = cmp.Or(c.PingEvery, DefaultPingEvery)
+	c.PongTimeout = cmp.Or(c.PongTimeout, protocol.PongTimeout)
 	return c, nil
 }

@@ -1,7 +1,10 @@
 package hub
 
 import (
+	"context"
 	"crypto/rand"
+	"errors"
+	"log/slog"
 	"net"
 	"slices"
 	"sync"
@@ -38,7 +41,7 @@ type conn struct {
 	// Owned by the handler (one at a time, ordered by mu); read by run's teardown after
 	// the last handler is joined.
 	ident    auth.Identity
-	authed   bool
+	authed   bool                   // written under mu too: the reader reads it (authedNow)
 	watched  []string               // entity types this socket watches, a handful at most
 	claimed  map[locks.Ref]struct{} // locks claimed through this socket, to detach at close
 	limiter  *rate.Limiter
@@ -46,6 +49,7 @@ type conn struct {
 	expiry   *time.Timer                     // closes with 4401 when the token runs out
 
 	authTime *time.Timer // closes with 4408 unless auth comes first; set by run before reading
+	pingTime *time.Timer // starts the next heartbeat; set by run before reading
 
 	mu        sync.Mutex
 	inbox     []inFrame                 // guarded by mu; frames read, waiting for the handler
@@ -89,10 +93,12 @@ func newConn(h *Hub, ws *websocket.Conn, nc net.Conn) *conn {
 // tears down. It is started by ServeHTTP and joined by Shutdown (Hub.connWG).
 func (c *conn) run() {
 	defer c.h.connWG.Done()
-	c.ws.SetReadLimit(protocol.MaxFrameSize) // a larger frame closes with 1009
+	// A larger frame closes with 1009: 16 KiB until the socket authenticates, then 64.
+	c.ws.SetReadLimit(protocol.MaxPreAuthFrameSize)
 	c.authTime = time.AfterFunc(c.h.cfg.AuthTimeout, func() {
 		c.closeWith(protocol.CloseAuthTimeout, reasonAuthTimeout)
 	})
+	c.pingTime = time.AfterFunc(c.h.cfg.PingEvery, c.heartbeat)
 	c.readLoop()
 	c.teardown()
 }
@@ -102,6 +108,7 @@ func (c *conn) run() {
 // shutdown, detaches them at once without releasing them.
 func (c *conn) teardown() {
 	c.authTime.Stop()
+	c.pingTime.Stop()
 	c.mu.Lock()
 	c.finished = true
 	c.queue, c.pending = nil, nil
@@ -119,6 +126,10 @@ func (c *conn) teardown() {
 		watched = append(watched, watchKey{c.ident.Tenant, t})
 	}
 	c.h.unregister(c, watched)
+	c.h.open.Add(-1)
+	if !c.authed {
+		c.h.pendingAuth.Add(-1)
+	}
 
 	if c.authed && len(c.claimed) > 0 {
 		refs := make([]locks.Ref, 0, len(c.claimed))
@@ -134,6 +145,35 @@ func (c *conn) teardown() {
 			c.h.rel.schedule(c.h, job)
 		}
 	}
+}
+
+// heartbeat pings the client (PROTOCOL.md §4, "Heartbeat") on a goroutine joined by
+// run: a Pong within PongTimeout schedules the next Ping; none cuts the connection
+// without a close handshake (a peer that does not answer a Ping does not answer a
+// Close either), and its locks follow the release grace. Run by pingTime.
+func (c *conn) heartbeat() {
+	c.mu.Lock()
+	if c.closeCode != 0 || c.finished {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(c.h.ctx, c.h.cfg.PongTimeout)
+		defer cancel()
+		err := c.ws.Ping(ctx) // the reader reads the Pong
+		switch {
+		case err == nil:
+			c.pingTime.Reset(c.h.cfg.PingEvery)
+		case errors.Is(err, context.DeadlineExceeded) && !c.closing():
+			c.h.met.limits.WithLabelValues(limitPong).Inc()
+			c.h.log.LogAttrs(c.h.ctx, slog.LevelInfo, "socket cut: no Pong in time",
+				slog.String("conn", c.id), slog.Duration("waited", c.h.cfg.PongTimeout))
+			c.abort()
+		} // else the socket is closing or closed already
+	}()
 }
 
 // abort cuts the connection without a close handshake: for a Shutdown whose ctx ran out.

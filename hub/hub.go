@@ -9,8 +9,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
 
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -42,8 +44,12 @@ type Hub struct {
 	closing  bool                            // guarded by mu; Shutdown began
 	connWG   sync.WaitGroup                  // one per connection goroutine; Add under mu while !closing
 	running  atomic.Bool                     // Run was called
-	resync   chan struct{}                   // capacity 1: the feed asks Run for a resync
-	rel      *releaser                       // release-on-disconnect timers, run by Run
+
+	open        atomic.Int64   // sockets reserved or open (MaxConnections)
+	pendingAuth atomic.Int64   // of them, not yet authenticated (MaxPendingAuth)
+	limitWarn   rate.Sometimes // one warning about a refused handshake per interval
+	resync      chan struct{}  // capacity 1: the feed asks Run for a resync
+	rel         *releaser      // release-on-disconnect timers, run by Run
 }
 
 // New returns a Hub, or an error when cfg is invalid.
@@ -57,15 +63,16 @@ func New(cfg Config) (*Hub, error) {
 		return nil, &protocol.SettingError{Setting: "allowed-origins", Err: err}
 	}
 	h := &Hub{
-		cfg:      cfg,
-		store:    cfg.Store,
-		log:      cfg.Logger,
-		met:      newMetrics(cfg.Registerer),
-		origins:  origins,
-		conns:    map[*conn]struct{}{},
-		watchers: map[watchKey]map[*conn]struct{}{},
-		resync:   make(chan struct{}, 1),
-		rel:      newReleaser(),
+		cfg:       cfg,
+		store:     cfg.Store,
+		log:       cfg.Logger,
+		met:       newMetrics(cfg.Registerer),
+		origins:   origins,
+		conns:     map[*conn]struct{}{},
+		watchers:  map[watchKey]map[*conn]struct{}{},
+		resync:    make(chan struct{}, 1),
+		limitWarn: rate.Sometimes{Interval: 10 * time.Second},
+		rel:       newReleaser(),
 	}
 	// The hub's own lifetime, not a request's: store calls made for sockets outlive the
 	// HTTP request that upgraded them, and Shutdown cancels it.
@@ -98,6 +105,18 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusServiceUnavailable, "shutting_down", "the hub is shutting down; connect to another instance")
 		return
 	}
+	// Reserve a place among the open and the unauthenticated sockets before the
+	// upgrade, so a crowd cannot overshoot either cap (PROTOCOL.md §4, v2).
+	if !h.reserve(w) {
+		return
+	}
+	admitted := false
+	defer func() {
+		if !admitted {
+			h.open.Add(-1)
+			h.pendingAuth.Add(-1)
+		}
+	}()
 
 	hw := &hijackWriter{ResponseWriter: w}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
@@ -121,8 +140,39 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.conns[c] = struct{}{}
 	h.connWG.Add(1)
 	h.mu.Unlock()
+	admitted = true // the connection gives its places back: authenticated and teardown
 	h.met.sockets.Inc()
 	go c.run()
+}
+
+// retryAfter is the Retry-After of a handshake refused for a limit: long enough not to
+// hammer this instance, short enough for a load balancer's other instances to take
+// the client first.
+const retryAfter = "5"
+
+// reserve takes a place among the open sockets and among those not yet authenticated,
+// or answers 503 with Retry-After and says which limit was hit.
+func (h *Hub) reserve(w http.ResponseWriter) bool {
+	limit := ""
+	switch {
+	case h.open.Add(1) > int64(h.cfg.MaxConnections):
+		h.open.Add(-1)
+		limit = limitConnections
+	case h.pendingAuth.Add(1) > int64(h.cfg.MaxPendingAuth):
+		h.pendingAuth.Add(-1)
+		h.open.Add(-1)
+		limit = limitPendingAuth
+	default:
+		return true
+	}
+	h.met.limits.WithLabelValues(limit).Inc()
+	h.limitWarn.Do(func() {
+		h.log.LogAttrs(h.ctx, slog.LevelWarn, "WebSocket handshake refused: a socket limit is reached; raise --"+strings.ReplaceAll(limit, "_", "-")+" or add instances",
+			slog.String("limit", limit), slog.String("metric", "lockhub_hub_limit_hits_total"))
+	})
+	w.Header().Set("Retry-After", retryAfter)
+	httpError(w, http.StatusServiceUnavailable, "too_many_connections", "this instance holds as many sockets as it may; retry shortly or connect to another instance")
+	return false
 }
 
 // offersSubprotocol reports whether the handshake asks for lockhub.v1 among its

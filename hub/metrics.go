@@ -23,10 +23,20 @@ type metrics struct {
 	resyncs       prometheus.Counter       // fresh snapshots sent after the feed came back
 	detaches      *prometheus.CounterVec   // why: grace, shutdown; outcome
 	requestTiming *prometheus.HistogramVec // type
+	limits        *prometheus.CounterVec   // limit: one of the limit* labels
 
 	// Resolved once: the write path counts every frame.
 	out map[protocol.FrameType]prometheus.Counter
 }
+
+// Limits of PROTOCOL.md §4, the label values of lockhub_hub_limit_hits_total.
+const (
+	limitConnections  = "max_connections"
+	limitPendingAuth  = "max_pending_auth"
+	limitLocks        = "max_locks_per_socket"
+	limitPreAuthFrame = "pre_auth_frame"
+	limitPong         = "pong_timeout"
+)
 
 // Slow-reader reasons, the label values of lockhub_hub_slow_disconnects_total.
 const (
@@ -70,6 +80,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		detaches: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_detaches_total", Help: "Locks detached from closed sockets, by why (grace, shutdown) and outcome.",
 		}, []string{"why", "outcome"}),
+		limits: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_hub_limit_hits_total",
+			Help: "Limits of PROTOCOL.md §4 reached, by limit: max_connections and max_pending_auth (handshakes refused with 503), max_locks_per_socket (claims answered too_many_locks), pre_auth_frame (1009 before auth), pong_timeout (sockets cut without a Pong).",
+		}, []string{"limit"}),
 		requestTiming: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lockhub_hub_request_seconds",
 			Help:    "Time from a request frame read to its answer queued, by type.",

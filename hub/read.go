@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -84,6 +85,9 @@ func (c *conn) readEnded(err error) {
 	case errors.Is(err, websocket.ErrMessageTooBig):
 		// coder/websocket has closed the socket with 1009 (SetReadLimit).
 		c.h.met.closed(int(protocol.CloseTooLarge))
+		if !c.authedNow() {
+			c.h.met.limits.WithLabelValues(limitPreAuthFrame).Inc()
+		}
 	case websocket.CloseStatus(err) != -1, c.closing():
 		// The client closed, or the hub did: nothing to say.
 	default:
@@ -110,7 +114,11 @@ func (c *conn) authenticate(typ websocket.MessageType, data []byte) {
 		return
 	}
 	c.authTime.Stop()
+	c.mu.Lock()
 	c.ident, c.authed = id, true
+	c.mu.Unlock()
+	c.h.pendingAuth.Add(-1) // teardown gives back the open place only
+	c.ws.SetReadLimit(protocol.MaxFrameSize)
 	c.limiter = rate.NewLimiter(rate.Limit(c.h.cfg.RateLimit), c.h.cfg.RateBurst)
 	c.armExpiry()
 	c.sendJSON(protocol.FrameWelcome, protocol.Welcome{
@@ -179,6 +187,9 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 	holder := c.ident.Holder()
 	switch req.Type {
 	case protocol.FrameClaim:
+		if c.overLockLimit(req, ref) {
+			break
+		}
 		res, err := c.h.store.Claim(c.h.ctx, ref, holder, c.id)
 		c.answer(req, res, err)
 	case protocol.FrameRenew:
@@ -188,6 +199,9 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 		res, err := c.h.store.Release(c.h.ctx, ref, holder, c.id)
 		c.answer(req, res, err)
 	case protocol.FrameTakeover:
+		if c.overLockLimit(req, ref) {
+			break
+		}
 		res, err := c.h.store.Takeover(c.h.ctx, ref, holder, c.id, c.ident.HasRole(c.h.cfg.TakeoverRole))
 		c.answer(req, res, err)
 	case protocol.FrameWatch:
@@ -203,6 +217,8 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 		c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Locks: mine})
 	case protocol.FrameAuth:
 		c.refresh(req)
+	case protocol.FramePing:
+		c.sendJSON(protocol.FramePong, protocol.Pong{ID: req.ID, HasID: req.HasID, ServerTime: protocol.NewTime(time.Now())})
 	}
 	c.h.met.requestTiming.WithLabelValues(label).Observe(time.Since(start).Seconds())
 }
@@ -256,6 +272,19 @@ func (c *conn) answer(req protocol.Request, res locks.Result, err error) {
 		delete(c.claimed, ref)
 	}
 	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Outcome: res.Outcome, Lock: res.Lock, PreviousHolder: res.PreviousHolder})
+}
+
+// overLockLimit answers too_many_locks, writing nothing, when a claim or takeover of
+// ref would make the socket hold more than MaxLocksPerSocket entities (PROTOCOL.md §4,
+// v2). A lock the socket holds already may always be claimed again.
+func (c *conn) overLockLimit(req protocol.Request, ref locks.Ref) bool {
+	if _, held := c.claimed[ref]; held || len(c.claimed) < c.h.cfg.MaxLocksPerSocket {
+		return false
+	}
+	c.h.met.limits.WithLabelValues(limitLocks).Inc()
+	c.sendError(req, &protocol.Error{Code: protocol.CodeTooManyLocks,
+		Message: fmt.Sprintf("this connection holds %d locks, the most it may; release one first", c.h.cfg.MaxLocksPerSocket)})
+	return true
 }
 
 func (c *conn) track(ref locks.Ref) {

@@ -319,6 +319,18 @@ func (c *Client) Unwatch(ctx context.Context, entityType string) (Result, error)
 	return c.result(c.call(ctx, Request{ID: c.newID(), Type: FrameUnwatch, EntityType: entityType}))
 }
 
+// Ping asks whether the hub is there (version 2) and returns its pong.
+func (c *Client) Ping(ctx context.Context) (Pong, error) {
+	f, err := c.call(ctx, Request{ID: c.newID(), Type: FramePing})
+	if err != nil {
+		return Pong{}, err
+	}
+	if f.Pong == nil {
+		return Pong{}, unexpected(f, FramePong)
+	}
+	return *f.Pong, nil
+}
+
 // Mine returns the caller's live locks.
 func (c *Client) Mine(ctx context.Context) ([]Lock, error) {
 	r, err := c.result(c.call(ctx, Request{ID: c.newID(), Type: FrameMine}))

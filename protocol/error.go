@@ -27,6 +27,9 @@ const (
 	CodeRateLimited ErrorCode = "rate_limited"
 	// CodeForbidden: the caller lacks the role the request needs.
 	CodeForbidden ErrorCode = "forbidden"
+	// CodeTooManyLocks: a claim or takeover beyond the locks one socket may hold at
+	// a time (version 2); nothing was written.
+	CodeTooManyLocks ErrorCode = "too_many_locks"
 )
 
 // Error codes of HTTP answers only (PROTOCOL.md §5); each has its status.
@@ -35,6 +38,7 @@ const (
 	CodeNotFound         ErrorCode = "not_found"          // 404
 	CodeMethodNotAllowed ErrorCode = "method_not_allowed" // 405
 	CodeLocked           ErrorCode = "locked"             // 409: another user holds a live lock
+	CodeRequestTimeout   ErrorCode = "request_timeout"    // 408: a body slower than its timeout
 	CodeTooLarge         ErrorCode = "too_large"          // 413: a body over the size cap
 	CodeInternal         ErrorCode = "internal"           // 500
 	CodeNotReady         ErrorCode = "not_ready"          // 503: /readyz, the lock Redis does not answer

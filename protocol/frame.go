@@ -24,6 +24,10 @@ const (
 	FrameUnwatch FrameType = "unwatch"
 	// C: {"id":"11","type":"mine"}
 	FrameMine FrameType = "mine"
+	// C: {"id":"13","type":"ping"}: is the hub there? (version 2)
+	FramePing FrameType = "ping"
+	// S: {"id":"13","type":"pong","serverTime":"..Z"}
+	FramePong FrameType = "pong"
 	// S: {"id":"7","type":"result","outcome":"acquired","lock":{..}}
 	FrameResult FrameType = "result"
 	// S: {"id":"9","type":"snapshot","entityType":"..","locks":[..]}

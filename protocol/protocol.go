@@ -17,6 +17,10 @@ const (
 	// grows with its locks.
 	MaxFrameSize = 64 << 10
 
+	// MaxPreAuthFrameSize caps a frame before authentication (version 2): a larger
+	// one closes with 1009 too. An auth frame with a token fits well within it.
+	MaxPreAuthFrameSize = 16 << 10
+
 	// MaxIDLength caps a request id, in characters (Unicode code points).
 	MaxIDLength = 64
 
@@ -35,4 +39,8 @@ const (
 
 	// TokenLeeway is the clock skew allowed when checking a token's expiry.
 	TokenLeeway = 5 * time.Second
+
+	// PongTimeout is how long the hub waits for the Pong answering its WebSocket Ping
+	// (RFC 6455 §5.5.2) before it closes the socket (version 2, "Heartbeat").
+	PongTimeout = 10 * time.Second
 )

@@ -86,7 +86,7 @@ func requestMembers(typ FrameType) (need int, ok bool) {
 		return needEntityType | needEntityUID, true
 	case FrameWatch, FrameUnwatch:
 		return needEntityType, true
-	case FrameMine:
+	case FrameMine, FramePing:
 		return 0, true
 	}
 	return 0, false

@@ -118,6 +118,24 @@ func (s Snapshot) MarshalJSON() ([]byte, error) {
 	}{idMember(s.ID, s.HasID), FrameSnapshot, s.EntityType, s.Locks})
 }
 
+// Pong answers a ping (version 2):
+//
+//	{"id":"13","type":"pong","serverTime":"2026-12-02T09:15:00.123Z"}
+type Pong struct {
+	ID         string `json:"id,omitempty"`
+	HasID      bool   `json:"-"` // the ping carried an empty id: echo it
+	ServerTime Time   `json:"serverTime"`
+}
+
+// MarshalJSON writes p as a pong frame.
+func (p Pong) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		ID         *string   `json:"id,omitempty"`
+		Type       FrameType `json:"type"`
+		ServerTime Time      `json:"serverTime"`
+	}{idMember(p.ID, p.HasID), FramePong, p.ServerTime})
+}
+
 // MarshalJSON writes e as a lock frame. It writes "type":"lock" whatever e.Type holds,
 // and "previousHolder" with OpTakenOver only.
 func (e LockEvent) MarshalJSON() ([]byte, error) {
@@ -143,6 +161,7 @@ type ServerFrame struct {
 	Snapshot *Snapshot  // FrameSnapshot
 	Error    *Error     // FrameError
 	Event    *LockEvent // FrameLock
+	Pong     *Pong      // FramePong
 
 	// Raw is the frame as received. It is the slice given to DecodeServerFrame.
 	Raw []byte
@@ -227,6 +246,12 @@ func DecodeServerFrame(data []byte) (ServerFrame, error) {
 	case FrameError:
 		f.ID, f.HasID = id, hasID
 		f.Error = &Error{ID: id, HasID: hasID, Code: w.Code, Message: w.Message}
+	case FramePong:
+		if w.ID == nil {
+			return ServerFrame{}, badRequest("", "pong without id")
+		}
+		f.ID, f.HasID = id, hasID
+		f.Pong = &Pong{ID: id, HasID: hasID, ServerTime: w.ServerTime}
 	case FrameLock:
 		if w.Lock == nil {
 			return ServerFrame{}, badRequest("", "lock event without lock")

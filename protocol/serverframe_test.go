@@ -168,3 +168,33 @@ func encodeServerFrame(f ServerFrame) ([]byte, error) {
 	}
 	return json.Marshal(v)
 }
+
+// TestPingPong: a ping is a request with an id and nothing else; its pong echoes the
+// id, an empty one included, and decodes back.
+func TestPingPong(t *testing.T) {
+	req, err := DecodeRequest([]byte(`{"id":"13","type":"ping"}`))
+	if err != nil || req.Type != FramePing || req.ID != "13" {
+		t.Fatalf("DecodeRequest(ping) = %+v, %v", req, err)
+	}
+	if _, err := DecodeRequest([]byte(`{"type":"ping"}`)); err == nil {
+		t.Fatal("a ping without an id was accepted")
+	}
+	at := NewTime(time.Date(2026, 12, 2, 9, 15, 0, 123e6, time.UTC))
+	for _, p := range []Pong{{ID: "13", ServerTime: at}, {HasID: true, ServerTime: at}} {
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `{"id":"` + p.ID + `","type":"pong","serverTime":"2026-12-02T09:15:00.123Z"}`
+		if string(b) != want {
+			t.Fatalf("pong = %s, want %s", b, want)
+		}
+		f, err := DecodeServerFrame(b)
+		if err != nil || f.Pong == nil || f.Pong.ID != p.ID || f.HasID != p.HasID || !f.Pong.ServerTime.Equal(at.Time) {
+			t.Fatalf("DecodeServerFrame(%s) = %+v, %v", b, f, err)
+		}
+	}
+	if _, err := DecodeServerFrame([]byte(`{"type":"pong","serverTime":"2026-12-02T09:15:00.123Z"}`)); err == nil {
+		t.Fatal("a pong without an id was accepted")
+	}
+}
