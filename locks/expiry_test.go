@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/locks/redistest"
@@ -152,4 +153,39 @@ func tenantKeys(t *testing.T, c *redis.Client, tenant string) []string {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// TestSweepReadsNoValues: the sweeper prunes and announces, and reads no live lock it
+// would throw away; List, on the same index, reads them all.
+func TestSweepReadsNoValues(t *testing.T) {
+	for _, b := range []struct {
+		name   string
+		client func(t *testing.T) redis.UniversalClient
+	}{
+		{"miniredis", func(t *testing.T) redis.UniversalClient {
+			c := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+			t.Cleanup(func() { _ = c.Close() })
+			return c
+		}},
+		{"standalone", func(t *testing.T) redis.UniversalClient { return redistest.StartServer(t).Client(t) }},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			c := b.client(t)
+			s, _ := newStore(t, c, Config{})
+			ctx := ctxT(t)
+			for _, uid := range []string{"r-1", "r-2", "r-3"} {
+				expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{"acme", "ApprovalRequest", uid}, ada, ""))
+			}
+			swept, err := s.sweep(ctx, "acme", "ApprovalRequest", false, nil)
+			if err != nil || len(swept) != 0 {
+				t.Fatalf("sweep without read = %d locks, %v; want none read", len(swept), err)
+			}
+			if err := s.Sweep(ctx, "acme", "ApprovalRequest"); err != nil {
+				t.Fatal(err)
+			}
+			if l := must1(s.List(ctx, "acme", "ApprovalRequest")); len(l) != 3 {
+				t.Fatalf("List after sweeps = %d locks, want 3", len(l))
+			}
+		})
+	}
 }

@@ -513,7 +513,7 @@ func (s *Store) List(ctx context.Context, tenant, entityType string) ([]protocol
 		return nil, err
 	}
 	locks, _ := runOp(ctx, s, opList, func(ctx context.Context) ([]protocol.Lock, error) {
-		return s.sweep(ctx, tenant, entityType, nil)
+		return s.sweep(ctx, tenant, entityType, true, nil)
 	}, listedLabel) // failing open answers no locks: runOp's nil
 	return locks, nil
 }
@@ -536,7 +536,7 @@ func (s *Store) Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, 
 func (s *Store) mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error) {
 	var out []protocol.Lock
 	for _, t := range s.reg.Types() {
-		locks, err := s.sweep(ctx, tenant, t, func(l *protocol.Lock) bool { return l.HolderOID == oid })
+		locks, err := s.sweep(ctx, tenant, t, true, func(l *protocol.Lock) bool { return l.HolderOID == oid })
 		if err != nil {
 			return nil, err // failing open is no locks, not the types read so far
 		}
@@ -555,18 +555,23 @@ func (s *Store) Sweep(ctx context.Context, tenant, entityType string) error {
 	// A sweep answers nothing: a failure is logged and counted by runOp, and the next
 	// sweep prunes what this one could not.
 	runOp(ctx, s, opSweep, func(ctx context.Context) ([]protocol.Lock, error) {
-		return s.sweep(ctx, tenant, entityType, nil)
+		_, err := s.sweep(ctx, tenant, entityType, false, nil)
+		return nil, err
 	}, sweptLabel)
 	return nil
 }
 
-// sweep runs sweep.lua, which announces what it pruned as Expired and reads the live
-// locks; it returns those that keep passes (all with a nil keep). Values that are not
+// sweep runs sweep.lua, which announces what it pruned as Expired and, when read, reads
+// the live locks; it returns those that keep passes (all with a nil keep). Values that are not
 // locks are skipped and logged: one bad record must not hide the others.
-func (s *Store) sweep(ctx context.Context, tenant, entityType string, keep func(*protocol.Lock) bool) ([]protocol.Lock, error) {
+func (s *Store) sweep(ctx context.Context, tenant, entityType string, read bool, keep func(*protocol.Lock) bool) ([]protocol.Lock, error) {
 	now := s.now()
 	head, tail := foreignLock(entityType)
-	args := append(s.pubArgs(tenant, now), now.UnixMilli(), sweepBatch, lockKeyPrefix(tenant, entityType), head, tail)
+	readArg := "0"
+	if read {
+		readArg = "1"
+	}
+	args := append(s.pubArgs(tenant, now), now.UnixMilli(), sweepBatch, lockKeyPrefix(tenant, entityType), head, tail, readArg)
 	reply, err := s.sc.sweep.Run(ctx, s.rdb, []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType)}, args...).Slice()
 	if err != nil {
 		return nil, err

@@ -13,11 +13,14 @@
 -- ARGV[7]  the lock key prefix of the index's type: lock:{tenant}:type:
 -- ARGV[8], ARGV[9]  a lock of that type with no holder, cut where its uid goes: how a
 --          lock written by another program (no value copy here) is announced
+-- ARGV[10] "1" to read the live locks (List, Mine), "0" to prune only (the sweeper,
+--          which would throw the values away)
 --
 -- Returns {expired, values}:
 --   expired  how many Expired events were published
 --   values   the values of the live locks, read with MGET in this same round trip (an
---            entry is false where a key expired in between: simply absent)
+--            entry is false where a key expired in between: simply absent); empty
+--            when ARGV[10] is "0"
 
 -- ours says whether k is a lock key of the index's type.
 -- foreign returns the lock announced for a key that kept no value copy, from the key
@@ -50,6 +53,9 @@ for _, k in ipairs(due) do
     -- our clock is ahead of Redis's: Redis says it is alive, so it is
     live[#live + 1] = k
   end
+end
+if ARGV[10] ~= '1' then
+  return {expired, {}}
 end
 for _, k in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[5], '+inf')) do
   if ours(k) then
