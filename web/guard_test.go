@@ -181,7 +181,10 @@ func TestGuardFailsOpen(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("took %s", d)
 	}
-	if n := counterValue(t, a.reg, "lockhub_store_fail_open_total", "get", "connection"); n != 1 {
+	// A refused dial, or on a busy machine the store's own timeout first: either says
+	// Redis did not answer, once.
+	if n := counterValue(t, a.reg, "lockhub_store_fail_open_total", "get", "connection") +
+		counterValue(t, a.reg, "lockhub_store_fail_open_total", "get", "timeout"); n != 1 {
 		t.Fatalf("store fail-opens counted: %v", n)
 	}
 	equal(t, "failed open", a.decisions(t, web.GuardFailedOpen), 1)
