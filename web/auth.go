@@ -43,6 +43,7 @@ func Authenticate(v auth.Verifier, log *slog.Logger) func(http.Handler) http.Han
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id, err := verify(r, v, log)
 			if err != nil {
+				closeUnread(w, r)
 				WriteError(w, r, log, err)
 				return
 			}

@@ -2,10 +2,15 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"os"
+	"time"
 
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -13,31 +18,70 @@ import (
 // MaxBodySize caps a request body (PROTOCOL.md §5): larger answers 413 too_large.
 const MaxBodySize = 64 << 10
 
-// limitBody reads each request body, up to MaxBodySize, before any handler runs: a
-// larger body answers 413 too_large whatever the route, and handlers read a body that
-// is already in memory.
-func (s *Server) limitBody(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > MaxBodySize {
-			s.fail(w, r, &http.MaxBytesError{Limit: MaxBodySize})
-			return
-		}
-		if r.Body == nil || r.Body == http.NoBody {
-			next.ServeHTTP(w, r)
-			return
-		}
-		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodySize))
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if !errors.As(err, &mbe) {
-				err = &Error{Code: protocol.CodeBadRequest, Message: "the body could not be read", Err: err}
+// DefaultBodyTimeout is how long a request body may take to arrive once its headers
+// have (PROTOCOL.md §5, "Hardening"); a slower one answers 408 and the connection
+// closes.
+const DefaultBodyTimeout = 10 * time.Second
+
+// LimitBody returns middleware that reads each request body, up to MaxBodySize and
+// within timeout (zero means DefaultBodyTimeout), before the handler runs: a larger
+// body answers 413 too_large, a slower one 408 request_timeout, and handlers read a
+// body that is already in memory. Put it after the authentication, so that a request
+// without a valid token is refused before its body is read. Errors go to log (nil
+// means slog.Default()).
+func LimitBody(timeout time.Duration, log *slog.Logger) func(http.Handler) http.Handler {
+	timeout = cmp.Or(timeout, DefaultBodyTimeout)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ContentLength > MaxBodySize {
+				closeUnread(w, r)
+				WriteError(w, r, log, &http.MaxBytesError{Limit: MaxBodySize})
+				return
 			}
-			s.fail(w, r, err)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		next.ServeHTTP(w, r)
-	})
+			if r.Body == nil || r.Body == http.NoBody {
+				next.ServeHTTP(w, r)
+				return
+			}
+			b, err := readBody(w, r, timeout)
+			if err != nil {
+				WriteError(w, r, log, err)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// closeUnread marks the answer to a request whose body is left unread as the last of
+// its connection. Otherwise net/http reads up to 256 KiB of the body before it writes
+// the answer (to keep the connection alive), which is what refusing before the body
+// means not to do.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	if r.Body != nil && r.Body != http.NoBody {
+		w.Header().Set("Connection", "close")
+	}
+}
+
+// readBody reads r's body within timeout and MaxBodySize.
+func readBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	// A server without a deadline of its own (httptest's) still gets one; a writer
+	// that cannot take one (a test recorder) reads without.
+	_ = rc.SetReadDeadline(time.Now().Add(timeout))
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodySize))
+	_ = rc.SetReadDeadline(time.Time{}) // the connection may serve the next request
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		return b, nil
+	case errors.As(err, &mbe):
+		return nil, err
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		w.Header().Set("Connection", "close") // what is left of the body is not read
+		return nil, &Error{Code: protocol.CodeRequestTimeout, Message: fmt.Sprintf("the body did not arrive within %s", timeout), Err: err}
+	}
+	return nil, &Error{Code: protocol.CodeBadRequest, Message: "the body could not be read", Err: err}
 }
 
 // DecodeJSON decodes the JSON object body of r into v, answering what is wrong with it
@@ -45,7 +89,7 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 // request otherwise. Behind a Server (Config.App) the body is in memory already, and
 // at most MaxBodySize.
 func DecodeJSON(r *http.Request, v any, optional bool) error {
-	b, err := io.ReadAll(r.Body) // in memory already: see limitBody
+	b, err := io.ReadAll(r.Body) // in memory already: see LimitBody
 	if err != nil {
 		return &Error{Code: protocol.CodeBadRequest, Message: "the body could not be read", Err: err}
 	}

@@ -96,6 +96,8 @@ func statusOf(code protocol.ErrorCode) int {
 		return http.StatusConflict
 	case protocol.CodeStale:
 		return http.StatusPreconditionFailed
+	case protocol.CodeRequestTimeout:
+		return http.StatusRequestTimeout
 	case protocol.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case protocol.CodeRateLimited:

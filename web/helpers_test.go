@@ -38,6 +38,7 @@ type envOpts struct {
 	lockRDB redis.UniversalClient // nil: a fresh miniredis
 	demoRDB redis.UniversalClient // nil: the lock Redis
 	noDev   bool
+	noDemo  bool              // no demo domain mounted
 	config  func(*web.Config) // changes the Server's config
 }
 
@@ -73,18 +74,21 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if e.dev, err = auth.NewDev(auth.DevConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	// The demo domain is mounted as cmd/lockhub mounts it: an adopter of web beside
-	// the lock API.
-	app, err := demo.New(demo.Config{Rows: o.demoRDB, Locks: e.store, Verifier: e.dev, Logger: log, Registerer: e.reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := web.Config{Store: e.store, Verifier: e.dev, App: app, Logger: log, Registerer: e.reg}
+	cfg := web.Config{Store: e.store, Verifier: e.dev, Logger: log, Registerer: e.reg}
 	if !o.noDev {
 		cfg.DevTokens = e.dev
 	}
 	if o.config != nil {
 		o.config(&cfg)
+	}
+	if !o.noDemo {
+		// The demo domain is mounted as cmd/lockhub mounts it: an adopter of web beside
+		// the lock API, with the same body timeout.
+		app, err := demo.New(demo.Config{Rows: o.demoRDB, Locks: e.store, Verifier: e.dev, BodyTimeout: cfg.BodyTimeout, Logger: log, Registerer: e.reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.App = app
 	}
 	s, err := web.New(cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -58,9 +59,10 @@ type Config struct {
 	// /ws route.
 	Hub http.Handler
 	// App is an application served beside the lock API: every request no route of the
-	// Server matches goes to it, behind the same panic recovery, metrics, security
-	// headers and body cap (cmd/lockhub mounts the demo domain, web/demo, here). Nil
-	// means such requests answer 404 not_found.
+	// Server matches goes to it, behind the same panic recovery, metrics and security
+	// headers; it caps its bodies itself, after its authentication (LimitBody). Nil
+	// means such requests answer 404 not_found (cmd/lockhub mounts the demo domain,
+	// web/demo, here).
 	App http.Handler
 	// TakeoverRole is the role a token needs to take a lock over. Zero means
 	// "Locks.TakeOver".
@@ -70,6 +72,12 @@ type Config struct {
 	// Registerer receives the HTTP metrics. Nil means a new registry of the Server's
 	// own, served at /metrics.
 	Registerer prometheus.Registerer
+	// BodyTimeout is how long a request body may take once its headers have arrived.
+	// Zero means DefaultBodyTimeout (PROTOCOL.md §5: 10s).
+	BodyTimeout time.Duration
+	// NoMetrics leaves /metrics out: it is served elsewhere (MetricsHandler on another
+	// address, as --metrics-listen does).
+	NoMetrics bool
 	// Gatherer is what /metrics serves. Nil means Registerer, when it is a
 	// prometheus.Gatherer (a *prometheus.Registry is both).
 	Gatherer prometheus.Gatherer
@@ -87,6 +95,7 @@ type Server struct {
 	takeoverRole string
 	log          *slog.Logger
 	app          http.Handler // nil without Config.App
+	bodyTimeout  time.Duration
 	static       fs.FS
 	met          *httpMetrics
 	mux          *chi.Mux
@@ -110,6 +119,7 @@ func New(cfg Config) (*Server, error) {
 		log:          cfg.Logger,
 		static:       cfg.Static,
 		app:          cfg.App,
+		bodyTimeout:  cfg.BodyTimeout,
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -135,8 +145,17 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	s.routes(cfg.Hub, promhttp.HandlerFor(gat, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelError)}))
+	var metrics http.Handler
+	if !cfg.NoMetrics {
+		metrics = MetricsHandler(gat, s.log)
+	}
+	s.routes(cfg.Hub, metrics)
 	return s, nil
+}
+
+// MetricsHandler serves g as Prometheus text, logging its errors to log.
+func MetricsHandler(g prometheus.Gatherer, log *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelError)})
 }
 
 // ServeHTTP serves every route.
@@ -148,7 +167,8 @@ func (s *Server) routes(ws http.Handler, metrics http.Handler) {
 	// HEAD is answered wherever GET is (RFC 9110 §9.3.2).
 	m.Use(middleware.GetHead)
 	// What every route but /ws passes through, the mounted application included.
-	common := chi.Chain(s.recoverer, s.instrument, securityHeaders, s.limitBody)
+	common := chi.Chain(s.recoverer, s.instrument, securityHeaders)
+	limitBody := LimitBody(s.bodyTimeout, s.log)
 	if s.app != nil {
 		m.NotFound(common.Handler(s.app).ServeHTTP)
 	} else {
@@ -166,13 +186,15 @@ func (s *Server) routes(ws http.Handler, metrics http.Handler) {
 		r.Use(common...)
 		r.Get("/healthz", s.healthz)
 		r.Get("/readyz", s.readyz)
-		r.Method(http.MethodGet, "/metrics", metrics)
+		if metrics != nil {
+			r.Method(http.MethodGet, "/metrics", metrics)
+		}
 		r.Handle("/static/*", http.StripPrefix("/static/", FileServer(s.static)))
 		if s.dev != nil {
-			r.Post("/dev/token", s.devToken)
+			r.With(limitBody).Post("/dev/token", s.devToken)
 		}
 		r.Group(func(r chi.Router) {
-			r.Use(noStore, Authenticate(s.verifier, s.log))
+			r.Use(noStore, Authenticate(s.verifier, s.log), limitBody) // the token before the body
 			r.Get("/api/locks/{type}", s.list)
 			r.Get("/api/locks/{type}/{uid}", s.get)
 			r.Post("/api/locks/{type}/{uid}", s.claim)
@@ -225,9 +247,22 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 	})
 }
 
+// ContentSecurityPolicy is sent with every answer (PROTOCOL.md §5, "Hardening"): the
+// pages and the client load only their own scripts, styles and sockets ('self' covers
+// ws: and wss: of the same host, CSP Level 3 §6.7.2.8), nothing inline, and no page
+// frames them.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// securityHeaders sets the headers of PROTOCOL.md §5 "Hardening" on every answer: the
+// CSP and the referrer policy matter on HTML, and cost nothing on JSON.
 func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Security-Policy", ContentSecurityPolicy)
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY") // for browsers that predate frame-ancestors
 		next.ServeHTTP(w, r)
 	})
 }

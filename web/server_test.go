@@ -42,7 +42,7 @@ func TestStatic(t *testing.T) {
 	equal(t, "HEAD body", len(r.raw), 0)
 
 	// The page and its files are the demo's: without the demo mounted, / is not found.
-	bare := newEnvWith(t, func(c *web.Config) { c.App = nil })
+	bare := newEnv(t, envOpts{noDemo: true})
 	wantStatus(t, bare.do(req{method: "GET", path: "/"}), 404, "not_found")
 	wantStatus(t, bare.do(req{method: "GET", path: "/demo/app.js"}), 404, "not_found")
 	wantStatus(t, bare.do(req{method: "GET", path: "/api/approval-requests", token: bare.token("acme", "u-ada", "Ada")}), 404, "not_found")

@@ -42,6 +42,9 @@ type Config struct {
 	// Timeout bounds each operation on the rows, all its Redis round trips together.
 	// Zero means 1s.
 	Timeout time.Duration
+	// BodyTimeout is how long a request body may take once its headers have arrived.
+	// Zero means web.DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// Logger receives store failures and guard warnings. Nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the demo's metrics and its guard's. Nil means none are
@@ -101,7 +104,7 @@ func New(cfg Config) (*Domain, error) {
 	m.Get("/", func(w http.ResponseWriter, r *http.Request) { web.ServeFile(w, r, files, "index.html") })
 	m.Handle("/demo/*", http.StripPrefix("/demo/", web.FileServer(files)))
 	m.Group(func(r chi.Router) {
-		r.Use(web.Authenticate(cfg.Verifier, d.log))
+		r.Use(web.Authenticate(cfg.Verifier, d.log), web.LimitBody(cfg.BodyTimeout, d.log)) // the token before the body
 		r.Get("/api/approval-requests", d.listRequests)
 		r.Get("/api/approval-requests/{uid}", d.getRequest)
 		r.With(guard).Put("/api/entities/{type}/{uid}", d.updateEntity)

@@ -30,19 +30,36 @@ type Config struct {
 	// are the claim names of either.
 	JWKS     auth.JWKSConfig
 	Store    locks.Config // Lease
-	Hub      hub.Config   // ReleaseGrace, RenewEvery, TakeoverRole, AllowedOrigins
+	Hub      hub.Config   // ReleaseGrace, RenewEvery, TakeoverRole, AllowedOrigins, socket limits, heartbeat
 	LogLevel slog.Level
+	// Dev asks for development mode (PROTOCOL.md §6): tokens from POST /dev/token.
+	Dev bool
+	// Demo asks for the demo domain outside development mode (PROTOCOL.md §5).
+	Demo bool
+	// MetricsListen, when set, serves /metrics there and not on Listen.
+	MetricsListen string
 }
 
-// Development reports whether tokens are the server's own (no JWKS configured).
-func (c Config) Development() bool { return c.JWKS.URL == "" }
+// Development reports whether lockhub runs in development mode: chosen with --dev, or
+// the embedded default of make run, with neither --redis-url nor --jwks-url (PROTOCOL.md
+// §6, "Development mode is chosen, never fallen into").
+func (c Config) Development() bool { return c.Dev || (c.RedisURL == "" && c.JWKS.URL == "") }
+
+// DemoOn reports whether the demo domain is served: in development mode, or with --demo.
+func (c Config) DemoOn() bool { return c.Demo || c.Development() }
+
+// Listen defaults: anywhere in production, this machine only in development mode.
+const (
+	defaultListen    = ":8080"
+	defaultDevListen = "127.0.0.1:8080"
+)
 
 // envPrefix makes a flag's environment variable: --redis-url is LOCKHUB_REDIS_URL.
 const envPrefix = "LOCKHUB_"
 
 // flags registers every setting on fs, bound to c, in the order -h shows them.
 func (c *Config) flags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Listen, "listen", ":8080", "HTTP and WebSocket address")
+	fs.StringVar(&c.Listen, "listen", defaultListen, "HTTP and WebSocket address ("+defaultDevListen+" in development mode)")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "redis:// or rediss:// URL of the lock Redis, credentials in the URL (empty: an embedded Redis in this process)")
 	fs.BoolVar(&c.RedisCluster, "redis-cluster", false, "treat --redis-url as a Redis Cluster seed (more seeds as ?addr=host:port)")
 	fs.StringVar(&c.JWKS.URL, "jwks-url", "", "where the token signing keys are (empty: development tokens from POST /dev/token)")
@@ -76,6 +93,13 @@ func (c *Config) flags(fs *flag.FlagSet) {
 		return err
 	})
 	nonEmpty(fs, &c.Hub.TakeoverRole, "takeover-role", auth.DefaultTakeoverRole, "role that may take a lock over")
+	fs.BoolVar(&c.Dev, "dev", false, "development mode: lockhub signs its own tokens (POST /dev/token) and serves the demo; on by itself only with neither --redis-url nor --jwks-url")
+	fs.BoolVar(&c.Demo, "demo", false, "serve the demo domain and page outside development mode")
+	fs.IntVar(&c.Hub.MaxConnections, "max-connections", hub.DefaultMaxConnections, "sockets this instance holds at most; a handshake beyond is refused with 503")
+	fs.IntVar(&c.Hub.MaxPendingAuth, "max-pending-auth", hub.DefaultMaxPendingAuth, "sockets not yet authenticated this instance holds at most; a handshake beyond is refused with 503")
+	fs.IntVar(&c.Hub.MaxLocksPerSocket, "max-locks-per-socket", hub.DefaultMaxLocksPerSocket, "entities one socket may hold at a time; a claim beyond answers too_many_locks")
+	fs.DurationVar(&c.Hub.PingEvery, "ping-every", hub.DefaultPingEvery, "how often the hub Pings each socket; one without a Pong 10s later is cut")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", "", "a separate address for /metrics, then served only there (empty: /metrics on --listen)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
 }
 
@@ -102,14 +126,27 @@ func (s *settings) check() error {
 	if s.DemoCluster && s.DemoRedisURL == "" {
 		errs = append(errs, s.Name("demo-redis-cluster", errors.New("needs --demo-redis-url: without it the demo rows live in the lock Redis")))
 	}
-	if s.Development() {
-		// Without a JWKS the server mints its own tokens: an issuer or audience without
-		// a JWKS means production was meant.
+	switch {
+	case s.Dev && s.JWKS.URL != "":
+		errs = append(errs, s.Name("dev", errors.New("and --jwks-url exclude each other: development mode signs its own tokens; leave out one of --dev and --jwks-url")))
+	case s.RedisURL != "" && s.JWKS.URL == "" && !s.Dev:
+		// A production Redis without a JWKS is a secret that did not arrive, not a
+		// wish for development tokens: refuse rather than let anyone mint any token.
+		errs = append(errs, s.Name("jwks-url", errors.New("is not set, and --redis-url is: set --jwks-url (with --issuer and --audience) to check production tokens, or --dev to run in development mode on that Redis")))
+	case s.JWKS.URL == "":
+		// Development mode mints its own tokens: an issuer or audience without a
+		// JWKS means production was meant.
 		for name, v := range map[string]string{"issuer": s.JWKS.Issuer, "audience": s.JWKS.Audience} {
 			if v != "" {
 				errs = append(errs, s.Name(name, errors.New("is set but --jwks-url is not: without a JWKS lockhub would run in development mode")))
 			}
 		}
+	}
+	if s.DemoRedisURL != "" && !s.DemoOn() {
+		errs = append(errs, s.Name("demo-redis-url", errors.New("is set but the demo is off: add --demo to serve it")))
+	}
+	if s.MetricsListen != "" && s.MetricsListen == s.Listen {
+		errs = append(errs, s.Name("metrics-listen", errors.New("is the same address as --listen: leave it empty to serve /metrics there")))
 	}
 	return errors.Join(errs...)
 }
@@ -145,6 +182,11 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), usage io.
 		fs.PrintDefaults()
 	}
 	var err error
-	s.Parsed, err = flagenv.Parse(fs, args, envPrefix, lookupEnv)
-	return s, err
+	if s.Parsed, err = flagenv.Parse(fs, args, envPrefix, lookupEnv); err != nil {
+		return s, err
+	}
+	if s.Development() && s.From("listen") == flagenv.Default {
+		s.Listen = defaultDevListen // an explicit --listen wins
+	}
+	return s, nil
 }

@@ -133,8 +133,8 @@ func TestConfigErrors(t *testing.T) {
 		{"jwks without audience", nil, []string{"LOCKHUB_JWKS_URL", "https://login.example.com/keys", "LOCKHUB_ISSUER", "https://login.example.com/"}, "--audience"},
 		{"jwks not a URL", []string{"--jwks-url", "login.example.com", "--issuer", "i", "--audience", "a"}, nil, "--jwks-url"},
 		{"issuer without jwks", []string{"--issuer", "https://login.example.com/"}, nil, "--issuer"},
-		{"unparsable redis URL", []string{"--redis-url", "http://localhost:6379"}, nil, "--redis-url"},
-		{"redis URL from env", nil, []string{"LOCKHUB_REDIS_URL", "redis://h:notaport"}, "LOCKHUB_REDIS_URL"},
+		{"unparsable redis URL", []string{"--dev", "--redis-url", "http://localhost:6379"}, nil, "--redis-url"},
+		{"redis URL from env", nil, []string{"LOCKHUB_DEV", "true", "LOCKHUB_REDIS_URL", "redis://h:notaport"}, "LOCKHUB_REDIS_URL"},
 		{"unparsable demo redis URL", []string{"--demo-redis-url", "mysql://x"}, nil, "--demo-redis-url"},
 		{"cluster without URL", []string{"--redis-cluster"}, nil, "--redis-cluster"},
 		{"cluster not a bool", nil, []string{"LOCKHUB_REDIS_CLUSTER", "maybe"}, "LOCKHUB_REDIS_CLUSTER"},
@@ -182,7 +182,7 @@ func TestConfigErrorsListEveryBadSetting(t *testing.T) {
 }
 
 func TestConfigErrorHidesPassword(t *testing.T) {
-	m := &Main{Args: []string{"--redis-url", "redis://user:s3cr3t@host:port"}, LookupEnv: env(), Stdout: io.Discard, Stderr: io.Discard}
+	m := &Main{Args: []string{"--dev", "--redis-url", "redis://user:s3cr3t@host:port"}, LookupEnv: env(), Stdout: io.Discard, Stderr: io.Discard}
 	err := m.Run(t.Context())
 	if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "--redis-url") {
 		t.Fatalf("error %v", err)
@@ -190,7 +190,7 @@ func TestConfigErrorHidesPassword(t *testing.T) {
 }
 
 func TestConfigFlagWinsOverEnvironment(t *testing.T) {
-	c, err := parseConfig([]string{"--lease", "7m", "--redis-cluster", "--redis-url", "redis://a:7000"},
+	c, err := parseConfig([]string{"--dev", "--lease", "7m", "--redis-cluster", "--redis-url", "redis://a:7000"},
 		env("LOCKHUB_LEASE", "9m", "LOCKHUB_RENEW_EVERY", "3m", "LOCKHUB_LOCKABLE", "Order, ApprovalRequest",
 			"LOCKHUB_ALLOWED_ORIGINS", "https://tms.example.com , https://*.example.com", "LOCKHUB_TAKEOVER_ROLE", ""), io.Discard)
 	if err != nil {
@@ -202,7 +202,7 @@ func TestConfigFlagWinsOverEnvironment(t *testing.T) {
 	if strings.Join(c.Lockable, ",") != "Order,ApprovalRequest" || len(c.Hub.AllowedOrigins) != 2 {
 		t.Fatalf("config %+v", c)
 	}
-	if c.Hub.TakeoverRole != "Locks.TakeOver" || c.Hub.ReleaseGrace != 10*time.Second || c.Listen != ":8080" || !c.Development() {
+	if c.Hub.TakeoverRole != "Locks.TakeOver" || c.Hub.ReleaseGrace != 10*time.Second || c.Listen != "127.0.0.1:8080" || !c.Development() { // the development default
 		t.Fatalf("defaults: %+v", c) // an empty variable counts as unset
 	}
 }
@@ -321,7 +321,7 @@ func dialAuth(t *testing.T, url, token string) *protocol.Client {
 // says not ready when the lock Redis dies.
 func TestRunOnRedis(t *testing.T) {
 	lock, rows := redistest.StartServer(t), redistest.StartServer(t)
-	r := start(t, []string{"--redis-url", lock.URL()}, env("LOCKHUB_DEMO_REDIS_URL", rows.URL(), "LOCKHUB_LOCKABLE", "ApprovalRequest,Order"))
+	r := start(t, []string{"--dev", "--redis-url", lock.URL()}, env("LOCKHUB_DEMO_REDIS_URL", rows.URL(), "LOCKHUB_LOCKABLE", "ApprovalRequest,Order"))
 	ada := devToken(t, r.url, "u-ada")
 	if a := call(t, "POST", r.url+"/api/locks/Order/o-1", ada, ""); a.status != 200 || a.body["outcome"] != "acquired" {
 		t.Fatalf("claim: %d %s", a.status, a.raw)
@@ -370,7 +370,7 @@ func TestRunOnCluster(t *testing.T) {
 			break
 		}
 	}
-	r := start(t, []string{"--redis-url", seed, "--redis-cluster", "--demo-redis-url", seed}, env("LOCKHUB_DEMO_REDIS_CLUSTER", "true"))
+	r := start(t, []string{"--dev", "--redis-url", seed, "--redis-cluster", "--demo-redis-url", seed}, env("LOCKHUB_DEMO_REDIS_CLUSTER", "true"))
 	ada := devToken(t, r.url, "u-ada")
 	if a := call(t, "POST", r.url+"/api/locks/ApprovalRequest/r-1001", ada, ""); a.status != 200 || a.body["outcome"] != "acquired" {
 		t.Fatalf("claim on the cluster: %d %s", a.status, a.raw)
@@ -388,7 +388,7 @@ func TestRunOnCluster(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 
-	standalone := start(t, []string{"--redis-url", seed, "--redis-cluster", "--demo-redis-url", seed}, env())
+	standalone := start(t, []string{"--dev", "--redis-url", seed, "--redis-cluster", "--demo-redis-url", seed}, env())
 	if a := call(t, "GET", standalone.url+"/api/approval-requests/r-1001", devToken(t, standalone.url, "u-ada"), ""); a.status != 503 || a.body["code"] != "store_unavailable" {
 		t.Fatalf("a cluster seed read as a standalone demo Redis: %d %s", a.status, a.raw)
 	}

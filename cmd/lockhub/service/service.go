@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -181,7 +182,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	demoRDB := lockRDB
+	demoRDB := lockRDB // used only when the demo is on
 	if cfg.DemoRedisURL != "" {
 		if demoRDB, err = locks.NewClient(cfg.DemoRedisURL, cfg.DemoCluster); err != nil {
 			return cfg.Name("demo-redis-url", err)
@@ -200,10 +201,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return cfg.settingError(err)
 	}
 
-	// The JWKS cache refreshes in the background until authCtx is done.
-	authCtx, stopAuth := context.WithCancel(context.WithoutCancel(ctx))
-	closers = append(closers, stopAuth)
-	verifier, dev, err := m.verifier(authCtx, cfg.Config)
+	// The JWKS key set refreshes in the background until its Close, a closer.
+	verifier, dev, err := m.verifier(context.WithoutCancel(ctx), cfg.Config, reg, &closers)
 	if err != nil {
 		return cfg.settingError(err)
 	}
@@ -213,13 +212,19 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return cfg.settingError(err)
 	}
-	app, err := demo.New(demo.Config{Rows: demoRDB, Locks: store, Verifier: verifier, Logger: log, Registerer: reg})
-	if err != nil {
-		return err
-	}
 	wcfg := web.Config{
-		Store: store, Verifier: verifier, Hub: h, App: app,
+		Store: store, Verifier: verifier, Hub: h,
 		TakeoverRole: cfg.Hub.TakeoverRole, Logger: log, Registerer: reg, Gatherer: reg,
+		NoMetrics: cfg.MetricsListen != "",
+	}
+	if cfg.DemoOn() {
+		// Only then does anything write demo: keys (PROTOCOL.md §5): without it the demo
+		// routes answer 404 like any unknown route.
+		app, err := demo.New(demo.Config{Rows: demoRDB, Locks: store, Verifier: verifier, Logger: log, Registerer: reg})
+		if err != nil {
+			return err
+		}
+		wcfg.App = app
 	}
 	if dev != nil {
 		wcfg.DevTokens = dev
@@ -233,32 +238,45 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return cfg.Name("listen", err)
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	srv := newHTTPServer(handler, log)
+	servers := []*http.Server{srv}
+	listeners := []net.Listener{ln}
+	if cfg.MetricsListen != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsListen)
+		if err != nil {
+			_ = ln.Close()
+			return cfg.Name("metrics-listen", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", web.MetricsHandler(reg, log))
+		servers, listeners = append(servers, newHTTPServer(mux, log)), append(listeners, mln)
 	}
 
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHub()
 	var wg sync.WaitGroup
-	errc := make(chan error, 2)
+	errc := make(chan error, 1+len(servers))
 	wg.Go(func() {
 		if err := h.Run(hubCtx); err != nil {
 			errc <- err
 		}
 	})
-	wg.Go(func() {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("serving HTTP: %w", err)
-		}
-	})
+	for i, s := range servers {
+		wg.Go(func() {
+			if err := s.Serve(listeners[i]); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("serving HTTP on %s: %w", listeners[i].Addr(), err)
+			}
+		})
+	}
 
 	m.addr, m.store, m.reg = ln.Addr().String(), store, reg
 	close(m.ready)
-	log.Info("lockhub is up; open "+browserURL(ln.Addr())+" in a browser",
-		slog.String("listen", m.addr), slog.Bool("development", cfg.Development()),
+	up := "lockhub is up on " + browserURL(ln.Addr())
+	if cfg.DemoOn() {
+		up = "lockhub is up; open " + browserURL(ln.Addr()) + " in a browser"
+	}
+	log.Info(up, slog.String("listen", m.addr), slog.Bool("development", cfg.Development()),
+		slog.Bool("demo", cfg.DemoOn()), slog.String("metrics", cmp.Or(cfg.MetricsListen, m.addr)),
 		slog.Any("lockable", store.Registry().Types()), slog.String("lease", store.Lease().String()))
 
 	var runErr error
@@ -274,12 +292,14 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer cancel()
 	var sd sync.WaitGroup
-	sd.Go(func() {
-		if err := srv.Shutdown(sctx); err != nil {
-			log.Warn("HTTP shutdown cut short", slog.String("error", err.Error()))
-			_ = srv.Close() // the deadline passed: drop what is left
-		}
-	})
+	for _, s := range servers {
+		sd.Go(func() {
+			if err := s.Shutdown(sctx); err != nil {
+				log.Warn("HTTP shutdown cut short", slog.String("error", err.Error()))
+				_ = s.Close() // the deadline passed: drop what is left
+			}
+		})
+	}
 	sd.Go(func() {
 		if err := h.Shutdown(sctx); err != nil {
 			log.Warn("hub shutdown cut short", slog.String("error", err.Error()))
@@ -290,6 +310,23 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	wg.Wait()
 	log.Info("lockhub stopped")
 	return runErr
+}
+
+// Timeouts of an HTTP request (PROTOCOL.md §5, "Hardening"): its headers within 5 s;
+// its body within 10 s of them is web's to enforce (web.Config), per request, since a
+// server-wide read deadline would cut the WebSockets.
+const (
+	readHeaderTimeout = 5 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 // lockRedis returns the client of the lock Redis: the one --redis-url names, or an
@@ -320,11 +357,13 @@ func (m *Main) lockRedis(cfg *settings, closers *[]func()) (redis.UniversalClien
 
 // verifier returns the token verifier: a JWKS in production, or the server's own
 // development tokens, which it also returns to serve POST /dev/token.
-func (m *Main) verifier(ctx context.Context, cfg Config) (auth.Verifier, *auth.Dev, error) {
+func (m *Main) verifier(ctx context.Context, cfg Config, reg prometheus.Registerer, closers *[]func()) (auth.Verifier, *auth.Dev, error) {
 	if !cfg.Development() {
-		// The first fetch is bounded by the JWKS client's timeout; the cache then
-		// refreshes until ctx is done.
-		a, err := auth.NewJWKS(ctx, cfg.JWKS)
+		// The first fetch is bounded by its FetchTimeout; the key set is then refreshed
+		// in the background until Close.
+		jc := cfg.JWKS
+		jc.Logger, jc.Registerer = m.log, reg
+		a, err := auth.NewJWKS(ctx, jc)
 		var se *protocol.SettingError
 		if err != nil && !errors.As(err, &se) {
 			// The first fetch failed: the URL is the setting at fault.
@@ -333,6 +372,7 @@ func (m *Main) verifier(ctx context.Context, cfg Config) (auth.Verifier, *auth.D
 		if err != nil {
 			return nil, nil, err
 		}
+		*closers = append(*closers, a.Close)
 		m.log.Info("tokens are checked against the JWKS", slog.String("jwks", cfg.JWKS.URL),
 			slog.String("issuer", cfg.JWKS.Issuer), slog.String("audience", cfg.JWKS.Audience))
 		return a, nil, nil
@@ -341,7 +381,7 @@ func (m *Main) verifier(ctx context.Context, cfg Config) (auth.Verifier, *auth.D
 	if err != nil {
 		return nil, nil, err
 	}
-	m.log.Warn("DEVELOPMENT MODE: no --jwks-url, so lockhub signs its own tokens and anyone may get one from POST /dev/token for any tenant and user. Never run it like this in production.")
+	m.log.Warn("DEVELOPMENT MODE (--dev, or neither --redis-url nor --jwks-url): lockhub signs its own tokens and anyone who reaches it may get one from POST /dev/token for any tenant, user and role. Never run it like this in production: set --jwks-url, --issuer and --audience.")
 	return dev, dev, nil
 }
 
