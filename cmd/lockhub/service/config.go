@@ -145,7 +145,7 @@ func (s *settings) check() error {
 	if s.DemoRedisURL != "" && !s.DemoOn() {
 		errs = append(errs, s.Name("demo-redis-url", errors.New("is set but the demo is off: add --demo to serve it")))
 	}
-	if s.MetricsListen != "" && s.MetricsListen == s.Listen {
+	if s.MetricsListen != "" && s.MetricsListen == s.Listen && !strings.HasSuffix(s.Listen, ":0") {
 		errs = append(errs, s.Name("metrics-listen", errors.New("is the same address as --listen: leave it empty to serve /metrics there")))
 	}
 	return errors.Join(errs...)

@@ -71,6 +71,7 @@ type Main struct {
 
 	ready chan struct{}
 	addr  string       // set before ready is closed
+	maddr string       // likewise: --metrics-listen's address, if any
 	store *locks.Store // likewise
 	reg   *prometheus.Registry
 
@@ -94,6 +95,13 @@ func (m *Main) Ready() <-chan struct{} {
 func (m *Main) Addr() string {
 	<-m.Ready()
 	return m.addr
+}
+
+// MetricsAddr returns the address /metrics is served on with --metrics-listen, once
+// Ready is closed; empty without it.
+func (m *Main) MetricsAddr() string {
+	<-m.Ready()
+	return m.maddr
 }
 
 // Store returns the lock store Run built, once Ready is closed.
@@ -250,6 +258,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", web.MetricsHandler(reg, log))
 		servers, listeners = append(servers, newHTTPServer(mux, log)), append(listeners, mln)
+		m.maddr = mln.Addr().String()
 	}
 
 	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
