@@ -177,3 +177,27 @@ func TestHeartbeat(t *testing.T) {
 		t.Fatalf("pong_timeout hits = %v, want only the silent socket's", got)
 	}
 }
+
+// TestWatchTwice: a second watch of a type the socket watches already answers its own
+// snapshot with one read of the store, and the events that follow come once, not once
+// per watch.
+func TestWatchTwice(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	ctx := tctx(t)
+	w, _ := th.dial("acme", "u-w")
+	lists := func() float64 { return th.metric("lockhub_store_operations_total", "op=list") }
+	before := lists()
+	for range 2 {
+		if _, err := w.Watch(ctx, typ); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := lists() - before; got != 2 {
+		t.Fatalf("two watches read %v snapshots, want one each", got)
+	}
+	ada, _ := th.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
+	wantEvent(t, w, protocol.OpAcquired, "r-1")
+	barrier(t, w)
+	noEvent(t, w)
+}
