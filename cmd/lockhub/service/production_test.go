@@ -253,3 +253,34 @@ func TestBinaryRefusesProduction(t *testing.T) {
 		t.Fatalf("the refusal does not say what to set:\n%s", out)
 	}
 }
+
+// TestHungJWKS: while the identity provider hangs, a token whose kid is known is
+// checked at once, over HTTP and on the socket; a token of a new kid is refused after
+// the short wait, and the known one still works.
+func TestHungJWKS(t *testing.T) {
+	idp := authtest.NewIDP(t)
+	r := start(t, []string{"--jwks-url", idp.URL, "--issuer", authtest.Issuer, "--audience", authtest.Audience}, env())
+	claims := map[string]any{"tid": "acme", "oid": "u-ada", "name": "Ada Lovelace"}
+	known := idp.Token(t, claims)
+	idp.AddKey(t, "k2") // published, but the hub has not fetched it
+	unknown := idp.TokenOf(t, "k2", claims)
+
+	arrived, release := idp.Hang()
+	defer release()
+	if a := call(t, "GET", r.url+"/api/me/locks", unknown, ""); a.status != 401 {
+		t.Fatalf("a token of a kid not fetched yet, the JWKS hung: %d %s", a.status, a.raw)
+	}
+	<-arrived // the unknown kid asked for a refetch, which hangs
+	if a := call(t, "GET", r.url+"/api/me/locks", known, ""); a.status != 200 {
+		t.Fatalf("a known kid while the JWKS hangs: %d %s", a.status, a.raw)
+	}
+	ws := "ws" + strings.TrimPrefix(r.url, "http") + "/ws"
+	c, err := protocol.Dial(t.Context(), ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Auth(t.Context(), known); err != nil {
+		t.Fatalf("socket auth with a known kid while the JWKS hangs: %v", err)
+	}
+}
