@@ -310,6 +310,37 @@ func event(op string, l map[string]any, prev map[string]any) map[string]any {
 }
 
 // clientEnv is one subtest's fake hub and harness tab.
+// wantWholeAgain checks what a client does on the socket c that replaced a dropped
+// one, holding r-1 and watching ApprovalRequest as window.w: it authenticates with a
+// fresh token, watches and claims again, and is whole once answered.
+func wantWholeAgain(t *testing.T, e *clientEnv, c *fakeConn) {
+	t.Helper()
+	auth := c.handshake(t, welcomeOpts{})
+	if got := eval[[]string](t, e.tab, `tokens`); len(got) != 2 || auth.str("token") != got[1] {
+		t.Errorf("reconnect authenticated with %q; tokens fetched %v (want a fresh one)", auth.str("token"), got)
+	}
+	seen := map[string]bool{}
+	for range 2 {
+		f := c.next(t, 5*time.Second)
+		seen[f.str("type")] = true
+		switch f.str("type") {
+		case "watch":
+			c.reply(t, f, "snapshot", map[string]any{"entityType": "ApprovalRequest", "locks": []any{lock("r-1", "u-me", "Me Myself", 5*time.Minute)}})
+		case "claim":
+			if f.str("entityUid") != "r-1" {
+				t.Fatalf("re-claim of %v", f)
+			}
+			c.reply(t, f, "result", map[string]any{"outcome": "renewed", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
+		default:
+			t.Fatalf("unexpected frame after reconnect %v", f)
+		}
+	}
+	if !seen["watch"] || !seen["claim"] {
+		t.Fatalf("after reconnect got %v, want watch and claim", seen)
+	}
+	waitFor(t, e.tab, "whole again", `client.state.state === 'open' && w.locks.has('r-1') && client.held().length === 1`, 5*time.Second, `[client.state, [...w.locks.keys()]]`)
+}
+
 type clientEnv struct {
 	hub *fakeHub
 	tab *tab
@@ -473,30 +504,7 @@ func TestClient(t *testing.T) {
 		// The hub dies without a close frame.
 		c.shut()
 		c2 := e.hub.accept(t)
-		auth := c2.handshake(t, welcomeOpts{})
-		if got := eval[[]string](t, e.tab, `tokens`); len(got) != 2 || auth.str("token") != got[1] {
-			t.Errorf("reconnect authenticated with %q; tokens fetched %v (want a fresh one)", auth.str("token"), got)
-		}
-		seen := map[string]bool{}
-		for range 2 {
-			f := c2.next(t, 5*time.Second)
-			seen[f.str("type")] = true
-			switch f.str("type") {
-			case "watch":
-				c2.reply(t, f, "snapshot", map[string]any{"entityType": "ApprovalRequest", "locks": []any{lock("r-1", "u-me", "Me Myself", 5*time.Minute)}})
-			case "claim":
-				if f.str("entityUid") != "r-1" {
-					t.Fatalf("re-claim of %v", f)
-				}
-				c2.reply(t, f, "result", map[string]any{"outcome": "renewed", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
-			default:
-				t.Fatalf("unexpected frame after reconnect %v", f)
-			}
-		}
-		if !seen["watch"] || !seen["claim"] {
-			t.Fatalf("after reconnect got %v, want watch and claim", seen)
-		}
-		waitFor(t, e.tab, "whole again", `client.state.state === 'open' && w.locks.has('r-1') && client.held().length === 1`, 5*time.Second, `[client.state, [...w.locks.keys()]]`)
+		wantWholeAgain(t, e, c2)
 		if got := strings.Join(eval[[]string](t, e.tab, `states`), ","); !strings.Contains(got, "open,reconnecting") || !strings.HasSuffix(got, "open") {
 			t.Errorf("states %s", got)
 		}
@@ -615,30 +623,7 @@ func TestClient(t *testing.T) {
 			t.Errorf("reconnected after %v of silence, want about %v (at most %v)", took, idlePing+pongTimeout, limit)
 		}
 		// As after any drop: authenticate, watch and claim again on the new socket.
-		auth := c2.handshake(t, welcomeOpts{})
-		if got := eval[[]string](t, e.tab, `tokens`); len(got) != 2 || auth.str("token") != got[1] {
-			t.Errorf("reconnect authenticated with %q; tokens fetched %v (want a fresh one)", auth.str("token"), got)
-		}
-		seen := map[string]bool{}
-		for range 2 {
-			f := c2.next(t, 5*time.Second)
-			seen[f.str("type")] = true
-			switch f.str("type") {
-			case "watch":
-				c2.reply(t, f, "snapshot", map[string]any{"entityType": "ApprovalRequest", "locks": []any{lock("r-1", "u-me", "Me Myself", 5*time.Minute)}})
-			case "claim":
-				if f.str("entityUid") != "r-1" {
-					t.Fatalf("re-claim of %v", f)
-				}
-				c2.reply(t, f, "result", map[string]any{"outcome": "renewed", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
-			default:
-				t.Fatalf("unexpected frame after reconnect %v", f)
-			}
-		}
-		if !seen["watch"] || !seen["claim"] {
-			t.Fatalf("after reconnect got %v, want watch and claim", seen)
-		}
-		waitFor(t, e.tab, "whole again", `client.state.state === 'open' && w.locks.has('r-1') && client.held().length === 1`, 5*time.Second, `[client.state, [...w.locks.keys()]]`)
+		wantWholeAgain(t, e, c2)
 		if !eval[bool](t, e.tab, `stateLog.some((s) => s.state === 'reconnecting' && s.code === lh.CloseCode.NO_ANSWER && s.code === 4000)`) {
 			t.Errorf("no reconnect with code 4000: %s", eval[string](t, e.tab, `JSON.stringify(stateLog)`))
 		}
