@@ -27,7 +27,7 @@ type Store interface {
 	Detach(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, release bool) (locks.Result, error)
 	List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error)
 	Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error)
-	Sweep(ctx context.Context, tenant, entityType string) error
+	Sweep(ctx context.Context, tenant, entityType string, every time.Duration) error
 	RunFeed(ctx context.Context, h locks.FeedHandler) error
 	Registry() *locks.Registry
 	Lease() time.Duration

@@ -136,7 +136,7 @@ func (h *Hub) sweepLoop(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			_ = h.store.Sweep(ctx, k.tenant, k.typ) // fails open inside; names were validated at watch
+			_ = h.store.Sweep(ctx, k.tenant, k.typ, h.cfg.SweepInterval) // fails open inside; names were validated at watch
 		}
 	}
 }

@@ -18,7 +18,8 @@ import (
 // release leave no key of any kind behind (lock:, lockidx:, lockval:, lockconn:, per
 // PROTOCOL.md §1 "an idle tenant leaves nothing behind"): the lock and sockets keys die
 // with the lease, and the sweep that announces the expiry empties the index and the
-// values hash, so they go at once. Without a sweep, the index and the values hash still
+// values hash, so they go at once (the sweep leaves only lockfeed:{tenant}, which runs
+// out a minute after the last sweep). Without a sweep, the index and the values hash still
 // carry a TTL of at most the lease plus a minute.
 //
 // The index margin (indexMargin, 30 s) is a constant, not a Config field, so the
@@ -102,12 +103,16 @@ func TestExpiryLeavesNothing(t *testing.T) {
 			}
 			redistest.Eventually(t, "no key of the tenant left after the leases and a sweep", func() bool {
 				for _, typ := range reg.Types() {
-					if err := s.Sweep(ctx, r.tenant, typ); err != nil {
+					if err := s.Sweep(ctx, r.tenant, typ, 0); err != nil {
 						t.Fatal(err)
 					}
 				}
-				return len(tenantKeys(t, c, r.tenant)) == 0
+				// What is left is the feed key of a tenant swept, until it runs out.
+				return slices.Equal(tenantKeys(t, c, r.tenant), []string{FeedKey(r.tenant)})
 			})
+			if ttl := c.PTTL(ctx, FeedKey(r.tenant)).Val(); ttl <= 0 || ttl > feedKeyTTL {
+				t.Fatalf("%s has TTL %s, want at most %s", FeedKey(r.tenant), ttl, feedKeyTTL)
+			}
 		})
 	}
 }
@@ -176,11 +181,11 @@ func TestSweepReadsNoValues(t *testing.T) {
 			for _, uid := range []string{"r-1", "r-2", "r-3"} {
 				expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{"acme", "ApprovalRequest", uid}, ada, ""))
 			}
-			swept, err := s.sweep(ctx, "acme", "ApprovalRequest", false, nil)
+			swept, err := s.sweep(ctx, "acme", "ApprovalRequest", false, 0, nil)
 			if err != nil || len(swept) != 0 {
 				t.Fatalf("sweep without read = %d locks, %v; want none read", len(swept), err)
 			}
-			if err := s.Sweep(ctx, "acme", "ApprovalRequest"); err != nil {
+			if err := s.Sweep(ctx, "acme", "ApprovalRequest", 0); err != nil {
 				t.Fatal(err)
 			}
 			if l := must1(s.List(ctx, "acme", "ApprovalRequest")); len(l) != 3 {

@@ -64,15 +64,20 @@ func (s *Store) channel(tenant string) string {
 	return channelPrefix + strconv.Itoa(int(h.Sum32()%uint32(s.channels))) + "}"
 }
 
-// pubArgs are the first four arguments of every script: how to publish its event.
+// pubArgs are the first six arguments of every script (scripts/prelude.lua): how to
+// publish its event, the clock and the index margin.
 func (s *Store) pubArgs(tenant string, now time.Time) []any {
-	cmd := "PUBLISH"
-	if s.cluster != nil {
-		cmd = "SPUBLISH"
-	}
 	head := tenant + "\n" + `{"type":"` + string(protocol.FrameLock) + `","op":"`
 	tail := `,"at":"` + protocol.NewTime(now).String() + `"}`
-	return []any{cmd, s.channel(tenant), head, tail}
+	return []any{s.publishCommand(), s.channel(tenant), head, tail, now.UnixMilli(), indexMargin.Milliseconds()}
+}
+
+// publishCommand is the command that publishes on a channel of the feed.
+func (s *Store) publishCommand() string {
+	if s.cluster != nil {
+		return "SPUBLISH"
+	}
+	return "PUBLISH"
 }
 
 // parseMessage splits a feed message into its tenant and frame.

@@ -164,7 +164,7 @@ func testExpiredOnce(t *testing.T, be backend) {
 				case <-sweepCtx.Done():
 					return
 				case <-tick.C:
-					s.Sweep(sweepCtx, tenant, "ApprovalRequest")
+					s.Sweep(sweepCtx, tenant, "ApprovalRequest", 0)
 				}
 			}
 		})

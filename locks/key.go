@@ -80,3 +80,16 @@ func ValuesKey(tenant, entityType string) string { return "lockval:{" + tenant +
 // r's lock: lockconn:{<tenant>}:<entityType>:<entityUid>. Ours, not the contract's;
 // it lives as long as the lease (see Store.Detach).
 func ConnsKey(r Ref) string { return "lockconn:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
+
+// sweepKey returns the key that marks a recent sweep of a tenant's type:
+// locksweep:{<tenant>}:<entityType>. Ours; it lives a little less than the sweep
+// interval.
+func sweepKey(tenant, entityType string) string {
+	return "locksweep:{" + tenant + "}:" + entityType
+}
+
+// FeedKey returns the key of the hash that tells another program how to publish on the
+// tenant's change feed: lockfeed:{<tenant>}, fields command (PUBLISH or SPUBLISH) and
+// channel. Kept while any type of the tenant is watched, so in the tenant's slot; a
+// program that finds no such key has no watcher to tell (the README's "change feed").
+func FeedKey(tenant string) string { return "lockfeed:{" + tenant + "}" }

@@ -44,6 +44,7 @@ func TestStore(t *testing.T) {
 			t.Run("detach", func(t *testing.T) { testDetach(t, b.client) })
 			t.Run("release from a tab", func(t *testing.T) { testReleaseFromTab(t, b.client) })
 			t.Run("foreign expiry", func(t *testing.T) { testForeignExpiry(t, b) })
+			t.Run("other writers", func(t *testing.T) { testOtherWriters(t, b) })
 			if b.cluster != nil {
 				t.Run("seed bug regression", func(t *testing.T) { testSeedBugRegression(t, b.cluster) })
 				t.Run("key slots", func(t *testing.T) { testKeySlotsOnCluster(t, b.cluster) })

@@ -15,6 +15,7 @@ type metrics struct {
 	failOpen  *prometheus.CounterVec   // op, reason
 	duration  *prometheus.HistogramVec // op
 	published *prometheus.CounterVec   // op (event op)
+	foreign   *prometheus.CounterVec   // op (event op): changes of other programs
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -36,6 +37,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		published: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_events_published_total",
 			Help: "Lock change events published to Redis pub/sub, by event op.",
+		}, []string{"op"}),
+		foreign: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_store_foreign_changes_total",
+			Help: "Changes another program (the .NET API) made to locks, found and announced by lockhub, by event op.",
 		}, []string{"op"}),
 	}
 	return m

@@ -36,7 +36,7 @@ type scripts struct {
 	release  script[releaseReply]
 	takeover script[takeoverReply]
 	detach   script[detachReply]
-	sweep    *redis.Script // answers {expired, values}: see sweep.lua
+	sweep    *redis.Script // answers {found, values}: see sweep.lua
 }
 
 func newScripts() scripts {
@@ -106,20 +106,21 @@ func newScript[R ~string](src string) script[R] {
 	return script[R]{redis.NewScript(preludeSrc + src)}
 }
 
-// run runs the script on the four keys of k, with pub (the event it publishes, see
-// prelude.lua) before args.
-func (sc script[R]) run(ctx context.Context, rdb redis.Scripter, k keys, pub []any, args ...any) (status R, value string, err error) {
-	reply, err := sc.Run(ctx, rdb, []string{k.lock, k.index, k.values, k.conns}, append(pub, args...)...).Slice()
+// run runs the script on the four keys of k, with pub (the prelude's arguments, see
+// prelude.lua) before args, and counts the changes of other programs it announced.
+func (sc script[R]) run(ctx context.Context, s *Store, k keys, pub []any, args ...any) (status R, value string, err error) {
+	reply, err := sc.Run(ctx, s.rdb, []string{k.lock, k.index, k.values, k.conns}, append(pub, args...)...).Slice()
 	if err != nil {
 		return "", "", err
 	}
-	if len(reply) != 2 {
-		return "", "", &corruptError{fmt.Sprintf("script answered %d values, want 2", len(reply))}
+	if len(reply) != 3 {
+		return "", "", &corruptError{fmt.Sprintf("script answered %d values, want 3", len(reply))}
 	}
 	st, ok := reply[0].(string)
 	if !ok {
 		return "", "", &corruptError{fmt.Sprintf("script answered a status of type %T, want a string", reply[0])}
 	}
 	value, _ = reply[1].(string) // nil when there is no lock
+	s.foundChanges(reply[2])
 	return R(st), value, nil
 }

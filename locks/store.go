@@ -54,8 +54,9 @@ const (
 	// latest lease, so a sweeper can still announce the last expiry. The contract
 	// caps it at a minute.
 	indexMargin = 30 * time.Second
-	// sweepBatch caps the expired members one sweep prunes, to keep scripts short.
-	sweepBatch = 500
+	// feedKeyTTL is how long lockfeed:{<tenant>} (how other programs publish on the
+	// feed) outlives the last sweep of the tenant.
+	feedKeyTTL = time.Minute
 	// casAttempts bounds the compare-and-set retries of a renewal racing another tab.
 	casAttempts = 3
 )
@@ -222,7 +223,7 @@ func (s *Store) claim(ctx context.Context, ref Ref, h protocol.Holder, conn stri
 	for range casAttempts {
 		now := s.now()
 		l := s.newLock(ref, h, now, now)
-		st, stored, err := s.sc.claim.run(ctx, s.rdb, k, s.pubArgs(ref.Tenant, now),
+		st, stored, err := s.sc.claim.run(ctx, s, k, s.pubArgs(ref.Tenant, now),
 			h.OID, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
 		if err != nil {
 			return Result{}, err
@@ -288,7 +289,7 @@ func (s *Store) extend(ctx context.Context, ref Ref, k keys, h protocol.Holder, 
 	for range casAttempts {
 		now := s.now()
 		l := s.newLock(ref, h, cur.AcquiredAt.Time, now)
-		st, got, err := s.sc.renew.run(ctx, s.rdb, k, s.pubArgs(ref.Tenant, now),
+		st, got, err := s.sc.renew.run(ctx, s, k, s.pubArgs(ref.Tenant, now),
 			h.OID, stored, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
 		if err != nil {
 			return Result{}, err
@@ -333,8 +334,8 @@ func (s *Store) Release(ctx context.Context, ref Ref, h protocol.Holder, conn st
 }
 
 func (s *Store) release(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
-	st, stored, err := s.sc.release.run(ctx, s.rdb, s.keys(ref), s.pubArgs(ref.Tenant, s.now()),
-		h.OID, indexMargin.Milliseconds(), conn)
+	st, stored, err := s.sc.release.run(ctx, s, s.keys(ref), s.pubArgs(ref.Tenant, s.now()),
+		h.OID, conn)
 	if err != nil {
 		return Result{}, err
 	}
@@ -377,8 +378,8 @@ func (s *Store) detach(ctx context.Context, ref Ref, h protocol.Holder, conn str
 	if release {
 		rel = "1"
 	}
-	st, stored, err := s.sc.detach.run(ctx, s.rdb, s.keys(ref), s.pubArgs(ref.Tenant, s.now()),
-		h.OID, conn, rel, indexMargin.Milliseconds())
+	st, stored, err := s.sc.detach.run(ctx, s, s.keys(ref), s.pubArgs(ref.Tenant, s.now()),
+		h.OID, conn, rel)
 	if err != nil {
 		return Result{}, err
 	}
@@ -421,7 +422,7 @@ func (s *Store) takeover(ctx context.Context, ref Ref, h protocol.Holder, conn s
 	for range casAttempts {
 		now := s.now()
 		l := s.newLock(ref, h, now, now)
-		st, stored, err := s.sc.takeover.run(ctx, s.rdb, k, s.pubArgs(ref.Tenant, now),
+		st, stored, err := s.sc.takeover.run(ctx, s, k, s.pubArgs(ref.Tenant, now),
 			h.OID, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
 		if err != nil {
 			return Result{}, err
@@ -513,7 +514,7 @@ func (s *Store) List(ctx context.Context, tenant, entityType string) ([]protocol
 		return nil, err
 	}
 	locks, _ := runOp(ctx, s, opList, func(ctx context.Context) ([]protocol.Lock, error) {
-		return s.sweep(ctx, tenant, entityType, true, nil)
+		return s.sweep(ctx, tenant, entityType, true, 0, nil)
 	}, listedLabel) // failing open answers no locks: runOp's nil
 	return locks, nil
 }
@@ -536,7 +537,7 @@ func (s *Store) Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, 
 func (s *Store) mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error) {
 	var out []protocol.Lock
 	for _, t := range s.reg.Types() {
-		locks, err := s.sweep(ctx, tenant, t, true, func(l *protocol.Lock) bool { return l.HolderOID == oid })
+		locks, err := s.sweep(ctx, tenant, t, true, 0, func(l *protocol.Lock) bool { return l.HolderOID == oid })
 		if err != nil {
 			return nil, err // failing open is no locks, not the types read so far
 		}
@@ -545,42 +546,47 @@ func (s *Store) mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, 
 	return out, nil
 }
 
-// Sweep prunes the index of one type of a tenant, announcing each lease that ran out
-// as Expired. Pruning is atomic in Redis, so when many instances sweep the same index
-// each expiry is announced once.
-func (s *Store) Sweep(ctx context.Context, tenant, entityType string) error {
+// Sweep announces what changed in the locks of one type of a tenant that nobody
+// announced: leases that ran out (Expired), and every change another program made to
+// them (PROTOCOL.md §8). The script is atomic and remembers what it announced, so when
+// many instances sweep the same type each change is announced once. A sweep within
+// every of another one of the type (by any instance) is skipped; every 0 never skips.
+func (s *Store) Sweep(ctx context.Context, tenant, entityType string, every time.Duration) error {
 	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
 		return err
 	}
 	// A sweep answers nothing: a failure is logged and counted by runOp, and the next
-	// sweep prunes what this one could not.
+	// sweep finds what this one could not.
 	runOp(ctx, s, opSweep, func(ctx context.Context) ([]protocol.Lock, error) {
-		_, err := s.sweep(ctx, tenant, entityType, false, nil)
+		_, err := s.sweep(ctx, tenant, entityType, false, every, nil)
 		return nil, err
 	}, sweptLabel)
 	return nil
 }
 
-// sweep runs sweep.lua, which announces what it pruned as Expired and, when read, reads
-// the live locks; it returns those that keep passes (all with a nil keep). Values that are not
-// locks are skipped and logged: one bad record must not hide the others.
-func (s *Store) sweep(ctx context.Context, tenant, entityType string, read bool, keep func(*protocol.Lock) bool) ([]protocol.Lock, error) {
+// sweep runs sweep.lua, which announces what nobody announced and, when read, reads
+// the live locks; it returns those that keep passes (all with a nil keep). Values that
+// are not locks are skipped and logged: one bad record must not hide the others.
+func (s *Store) sweep(ctx context.Context, tenant, entityType string, read bool, every time.Duration, keep func(*protocol.Lock) bool) ([]protocol.Lock, error) {
 	now := s.now()
 	head, tail := foreignLock(entityType)
 	readArg := "0"
 	if read {
 		readArg = "1"
 	}
-	args := append(s.pubArgs(tenant, now), now.UnixMilli(), sweepBatch, lockKeyPrefix(tenant, entityType), head, tail, readArg)
-	reply, err := s.sc.sweep.Run(ctx, s.rdb, []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType)}, args...).Slice()
+	// The mark lives a little less than the interval, so the instance whose tick set
+	// it finds it gone at its next tick: someone sweeps every interval.
+	skip := (every - every/10).Milliseconds()
+	args := append(s.pubArgs(tenant, now), lockKeyPrefix(tenant, entityType), head, tail, readArg, skip, feedKeyTTL.Milliseconds())
+	keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType), sweepKey(tenant, entityType), FeedKey(tenant)}
+	reply, err := s.sc.sweep.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
 		return nil, err
 	}
 	if len(reply) != 2 {
 		return nil, &corruptError{"sweep script answered an unexpected shape"}
 	}
-	expired, _ := reply[0].(int64)
-	s.published(protocol.OpExpired, int(expired))
+	s.foundChanges(reply[0])
 	values, _ := reply[1].([]any)
 	var out []protocol.Lock
 	for _, v := range values {
@@ -605,6 +611,19 @@ func (s *Store) sweep(ctx context.Context, tenant, entityType string, read bool,
 func (s *Store) published(op protocol.Op, n int) {
 	if n > 0 {
 		s.met.published.WithLabelValues(string(op)).Add(float64(n))
+	}
+}
+
+// foundChanges counts the events a script announced for changes nobody announced (its
+// reply's list of ops): leases that ran out, and changes of other programs.
+func (s *Store) foundChanges(reply any) {
+	ops, _ := reply.([]any)
+	for _, op := range ops {
+		name, _ := op.(string)
+		s.published(protocol.Op(name), 1)
+		if name != string(protocol.OpExpired) {
+			s.met.foreign.WithLabelValues(name).Inc()
+		}
 	}
 }
 

@@ -195,7 +195,7 @@ func TestOperationLabels(t *testing.T) {
 	must1(s.Get(ctx, ref))
 	must1(s.List(ctx, ref.Tenant, ref.Type))
 	must1(s.Mine(ctx, ref.Tenant, ada.OID))
-	if err := s.Sweep(ctx, ref.Tenant, ref.Type); err != nil {
+	if err := s.Sweep(ctx, ref.Tenant, ref.Type, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range [][2]string{{"get", "free"}, {"get", "held"}, {"claim", "acquired"}, {"list", "listed"}, {"mine", "listed"}, {"sweep", "swept"}} {

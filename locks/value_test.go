@@ -127,7 +127,7 @@ func testForeignExpiry(t *testing.T, b backend) {
 		redistest.Eventually(t, "the foreign lock expires", func() bool { return c.Exists(ctx, LockKey(ref)).Val() == 0 })
 	}
 	s.now = func() time.Time { return time.Now().Add(2 * lease) }
-	if err := s.Sweep(ctx, tenant, ref.Type); err != nil {
+	if err := s.Sweep(ctx, tenant, ref.Type, 0); err != nil {
 		t.Fatal(err)
 	}
 	s.now = time.Now

@@ -2,32 +2,33 @@
 --
 -- KEYS[1]  lock key     lock:{tenant}:type:uid
 -- KEYS[2]  index key    lockidx:{tenant}:type   (sorted set: lock key -> expiry, Unix ms)
--- KEYS[3]  values key   lockval:{tenant}:type   (hash: lock key -> value last stored)
+-- KEYS[3]  values key   lockval:{tenant}:type   (hash: lock key -> value last announced)
 -- KEYS[4]  sockets key  lockconn:{tenant}:type:uid (set: ids of the sockets that claimed it)
--- ARGV[1..4]  the event to publish: see prelude.lua
--- ARGV[5]  holder oid of the caller
--- ARGV[6]  the new lock value, JSON built by Go
--- ARGV[7]  lease, ms (the key's PX)
--- ARGV[8]  expiry, Unix ms (the index score)
--- ARGV[9]  TTL for the index and values keys, ms (lease plus a margin)
--- ARGV[10] id of the claiming socket, or "" (HTTP)
+-- ARGV[1..6]  the event to publish, the clock, the index margin: see prelude.lua
+-- ARGV[7]  holder oid of the caller
+-- ARGV[8]  the new lock value, JSON built by Go
+-- ARGV[9]  lease, ms (the key's PX)
+-- ARGV[10] expiry, Unix ms (the index score)
+-- ARGV[11] TTL for the index and values keys, ms (lease plus the margin)
+-- ARGV[12] id of the claiming socket, or "" (HTTP)
 --
--- Returns {status, value}, status one of (claimReply in scripts.go):
---   "acquired"  it was free and is now the caller's, published Acquired; value = ARGV[6]
+-- Returns {status, value, found}, status one of (claimReply in scripts.go):
+--   "acquired"  it was free and is now the caller's, published Acquired; value = ARGV[8]
 --   "mine"      the caller already holds it (another tab); value = the stored value
 --               (Go renews it by compare-and-set, keeping acquiredAtUtc)
 --   "locked"    someone else holds it; value = the stored value
-if redis.call('SET', KEYS[1], ARGV[6], 'NX', 'PX', ARGV[7]) then
-  redis.call('ZADD', KEYS[2], ARGV[8], KEYS[1])
-  redis.call('HSET', KEYS[3], KEYS[1], ARGV[6])
-  extend(KEYS[2], ARGV[9])
-  extend(KEYS[3], ARGV[9])
-  redis.call('DEL', KEYS[4]) -- sockets of a lease that ran out
-  attach(KEYS[4], ARGV[10], ARGV[7])
-  publish('Acquired', ARGV[6])
-  return {'acquired', ARGV[6]}
-end
-
 local v = redis.call('GET', KEYS[1])
-if holds(v, ARGV[5]) then return {'mine', v} end
-return {'locked', v}
+catchup(KEYS[1], v, KEYS[2], KEYS[3])
+if v then
+  if holds(v, ARGV[7]) then return reply('mine', v) end
+  return reply('locked', v)
+end
+redis.call('SET', KEYS[1], ARGV[8], 'PX', ARGV[9])
+redis.call('ZADD', KEYS[2], ARGV[10], KEYS[1])
+redis.call('HSET', KEYS[3], KEYS[1], ARGV[8])
+extend(KEYS[2], ARGV[11])
+extend(KEYS[3], ARGV[11])
+redis.call('DEL', KEYS[4]) -- sockets of a lease that ran out
+attach(KEYS[4], ARGV[12], ARGV[9])
+publish('Acquired', ARGV[8])
+return reply('acquired', ARGV[8])

@@ -10,14 +10,13 @@
 -- KEYS[2]  index key    lockidx:{tenant}:type
 -- KEYS[3]  values key   lockval:{tenant}:type
 -- KEYS[4]  sockets key  lockconn:{tenant}:type:uid
--- ARGV[1..4]  the event to publish: see prelude.lua
--- ARGV[5]  holder oid of the socket's user
--- ARGV[6]  id of the socket that is gone
--- ARGV[7]  "1" to release when no socket is left, "0" to only forget the socket
+-- ARGV[1..6]  the event to publish, the clock, the index margin: see prelude.lua
+-- ARGV[7]  holder oid of the socket's user
+-- ARGV[8]  id of the socket that is gone
+-- ARGV[9]  "1" to release when no socket is left, "0" to only forget the socket
 --          (a graceful shutdown: its clients reconnect elsewhere and claim again)
--- ARGV[8]  the index margin, ms (the index outlives its latest lock by this much)
 --
--- Returns {status, value}, status one of (detachReply in scripts.go):
+-- Returns {status, value, found}, status one of (detachReply in scripts.go):
 --   "released"  no socket was left, so it was dropped, published Released;
 --               value = the value that was stored
 --   "kept"      the socket is forgotten and the lock left as it is: the socket was not
@@ -26,15 +25,16 @@
 --               else's (value = the stored value)
 -- A socket that is not in the set has no say: the lock was claimed afresh since
 -- (a new lease clears the set), or taken over, or claimed over HTTP.
-if redis.call('SREM', KEYS[4], ARGV[6]) == 0 then return {'kept', false} end
-if ARGV[7] ~= '1' or redis.call('SCARD', KEYS[4]) > 0 then return {'kept', false} end
-
 local v = redis.call('GET', KEYS[1])
-if not v then return {'notHeld', false} end
-if not holds(v, ARGV[5]) then return {'notHeld', v} end
+catchup(KEYS[1], v, KEYS[2], KEYS[3])
+if redis.call('SREM', KEYS[4], ARGV[8]) == 0 then return reply('kept', false) end
+if ARGV[9] ~= '1' or redis.call('SCARD', KEYS[4]) > 0 then return reply('kept', false) end
+
+if not v then return reply('notHeld', false) end
+if not holds(v, ARGV[7]) then return reply('notHeld', v) end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], KEYS[1])
 redis.call('HDEL', KEYS[3], KEYS[1])
-settle(KEYS[2], KEYS[3], ARGV[8])
+settle(KEYS[2], KEYS[3])
 publish('Released', v)
-return {'released', v}
+return reply('released', v)

@@ -1,14 +1,23 @@
 -- prelude: prepended by Go to every script of this folder (scripts.go), so the
--- publishing and holder rules are written once.
+-- publishing, holder and catching-up rules are written once.
 --
--- Every script takes the same first four arguments, for the change event it publishes
--- in the same atomic step as the change it makes (so no change goes unannounced, and
--- the events of one entity leave Redis in the order the changes happened):
+-- Every script takes the same first six arguments:
 -- ARGV[1]  "PUBLISH", "SPUBLISH" (a cluster: the channel is in the tenant's slot) or ""
 -- ARGV[2]  the tenant's channel
 -- ARGV[3]  message head: "<tenant>\n{\"type\":\"lock\",\"op\":\""
 -- ARGV[4]  message tail: ",\"at\":\"<RFC 3339, ms>\"}"
--- The event's lock is the stored value, byte for byte: Lua never re-encodes it.
+-- ARGV[5]  now, Unix ms (the caller's clock, the one that wrote the index scores)
+-- ARGV[6]  the index margin, ms: the index and the values hash outlive their
+--          latest-expiring lock by this much (PROTOCOL.md §1)
+-- A script publishes its change event in the same atomic step as the change it makes,
+-- so no change goes unannounced and the events of one entity leave Redis in the order
+-- the changes happened. The event's lock is the stored value, byte for byte: Lua never
+-- re-encodes it.
+--
+-- Every write script answers {status, value, found}: found lists the ops it announced
+-- for changes another program made (catchup below), each once.
+
+local found = {}
 
 local function publish(op, value, extra)
   if ARGV[1] ~= '' then
@@ -16,17 +25,59 @@ local function publish(op, value, extra)
   end
 end
 
--- decode returns the stored value's decoded table, or nil when it is not JSON.
+local function reply(status, value)
+  return {status, value, found}
+end
+
+-- decode returns the stored value's decoded table, or nil when it is not a lock
+-- (not JSON, or no string holderOid): such a value is never announced.
 -- holds says whether the stored value is a lock of oid.
 local function decode(v)
   local ok, d = pcall(cjson.decode, v)
-  if ok and type(d) == 'table' then return d end
+  if ok and type(d) == 'table' and type(d['holderOid']) == 'string' then return d end
   return nil
 end
 
 local function holds(v, oid)
   local d = decode(v)
   return d ~= nil and d['holderOid'] == oid
+end
+
+-- previous is the previousHolder member of a TakenOver event for the lock d (decoded):
+-- two JSON strings encoded by cjson, not a re-encoded lock value.
+local function previous(d)
+  local oid, name = '', ''
+  if d ~= nil then
+    if type(d['holderOid']) == 'string' then oid = d['holderOid'] end
+    if type(d['holderName']) == 'string' then name = d['holderName'] end
+  end
+  return ',"previousHolder":{"oid":' .. cjson.encode(oid) .. ',"name":' .. cjson.encode(name) .. '}'
+end
+
+-- instant returns the Unix ms of an RFC 3339 timestamp as Go or the .NET service writes
+-- it (0 to 9 fractional digits, "Z" or an offset), or nil.
+local function instant(s)
+  if type(s) ~= 'string' then return nil end
+  local y, mo, d, h, mi, sec, rest = string.match(s, '^(%d%d%d%d)-(%d%d)-(%d%d)[Tt](%d%d):(%d%d):(%d%d)(.*)$')
+  if not y then return nil end
+  local frac, zone = string.match(rest, '^%.(%d+)(.*)$')
+  if not frac then frac, zone = '', rest end
+  local off = 0
+  if zone ~= 'Z' and zone ~= 'z' then
+    local sign, oh, om = string.match(zone, '^([+-])(%d%d):(%d%d)$')
+    if not sign then return nil end
+    off = (tonumber(oh) * 60 + tonumber(om)) * 60000
+    if sign == '-' then off = -off end
+  end
+  -- days from civil (H. Hinnant): proleptic Gregorian, March-based years
+  y, mo = tonumber(y), tonumber(mo)
+  if mo <= 2 then y = y - 1 end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local doy = math.floor((153 * ((mo + 9) % 12) + 2) / 5) + tonumber(d) - 1
+  local days = era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
+  local ms = tonumber(string.sub(frac .. '000', 1, 3))
+  return ((days * 24 + tonumber(h)) * 60 + tonumber(mi)) * 60000 + tonumber(sec) * 1000 + ms - off
 end
 
 -- extend keeps a key alive at least ttl ms: an index lives as long as its
@@ -38,13 +89,13 @@ end
 -- settle gives the index and the values hash the expiry of the latest-expiring lock
 -- left, plus the margin, or deletes them when none is left: after a release they must
 -- not outlive their locks by more than the margin (extend never shortens).
-local function settle(idx, vals, margin)
+local function settle(idx, vals)
   local top = redis.call('ZRANGE', idx, -1, -1, 'WITHSCORES')
   if #top == 0 then
     redis.call('DEL', idx, vals)
     return
   end
-  local at = tonumber(top[2]) + tonumber(margin)
+  local at = tonumber(top[2]) + tonumber(ARGV[6])
   redis.call('PEXPIREAT', idx, at)
   redis.call('PEXPIREAT', vals, at)
 end
@@ -56,6 +107,70 @@ local function attach(conns, conn, lease)
     redis.call('SADD', conns, conn)
     redis.call('PEXPIRE', conns, lease)
   end
+end
+
+-- Other writers (PROTOCOL.md §8). The values hash keeps, per lock key, the value
+-- lockhub last announced; every lockhub script keeps it in step with the key. A key
+-- that differs from its copy was changed by another program (the .NET API), which
+-- announces nothing: catchup announces that change and takes the key's value as the
+-- new copy, so each foreign change is announced once, whoever looks first, and before
+-- any later change of the entity. A value that is not a lock is left alone.
+
+-- ended is how a lock that is gone ended: expiry (Unix ms) not later than now, give or
+-- take a second of clock skew, is Expired; anything else was deleted, Released.
+local function ended(expiry)
+  if expiry ~= nil and expiry <= tonumber(ARGV[5]) + 1000 then return 'Expired' end
+  return 'Released'
+end
+
+local function announce(op, v, extra)
+  publish(op, v, extra)
+  found[#found + 1] = op
+end
+
+-- changed announces that key k now holds v (a lock) where the copy was c (a lock or
+-- false), and keeps v as the copy.
+local function changed(k, v, c, vals)
+  redis.call('HSET', vals, k, v)
+  if not c then
+    announce('Acquired', v)
+    return
+  end
+  local was, is = decode(c), decode(v)
+  if was ~= nil and was['holderOid'] == is['holderOid'] then
+    announce('Renewed', v)
+  else
+    announce('TakenOver', v, previous(was))
+  end
+end
+
+-- gone announces that the lock whose copy was c is gone: Expired or Released, by the
+-- index score when the member is left, else by the copy's expiresAtUtc.
+local function gone(k, c, idx, vals)
+  local score = redis.call('ZSCORE', idx, k)
+  redis.call('ZREM', idx, k)
+  redis.call('HDEL', vals, k)
+  local expiry = tonumber(score)
+  if expiry == nil then
+    local d = decode(c)
+    if d ~= nil then expiry = instant(d['expiresAtUtc']) end
+  end
+  announce(ended(expiry), c)
+end
+
+-- catchup announces what another program did to the lock key k (stored value v, or
+-- false) since lockhub last knew it; every write script calls it before it acts.
+local function catchup(k, v, idx, vals)
+  local c = redis.call('HGET', vals, k)
+  if v == c or (v and decode(v) == nil) then return end
+  if c and decode(c) == nil then c = false end
+  if not v then
+    if c then gone(k, c, idx, vals) end
+    return
+  end
+  changed(k, v, c, vals)
+  -- the copy lives as long as its lock, plus the margin, whatever the script does next
+  extend(vals, math.max(redis.call('PTTL', k), 0) + tonumber(ARGV[6]))
 end
 
 -- ---- the script ----

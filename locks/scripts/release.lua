@@ -6,26 +6,26 @@
 -- KEYS[2]  index key    lockidx:{tenant}:type
 -- KEYS[3]  values key   lockval:{tenant}:type
 -- KEYS[4]  sockets key  lockconn:{tenant}:type:uid
--- ARGV[1..4]  the event to publish: see prelude.lua
--- ARGV[5]  holder oid of the caller
--- ARGV[6]  the index margin, ms (the index outlives its latest lock by this much)
--- ARGV[7]  id of the socket releasing it, or "" (HTTP: the lock is dropped whoever uses it)
+-- ARGV[1..6]  the event to publish, the clock, the index margin: see prelude.lua
+-- ARGV[7]  holder oid of the caller
+-- ARGV[8]  id of the socket releasing it, or "" (HTTP: the lock is dropped whoever uses it)
 --
--- Returns {status, value}, status one of (releaseReply in scripts.go):
+-- Returns {status, value, found}, status one of (releaseReply in scripts.go):
 --   "released"  dropped, published Released; value = the value that was stored
 --   "kept"      the socket let go, but another socket of the holder keeps the lock;
 --               nothing published; value = the stored value
 --   "notHeld"   gone (value nil) or someone else's (value = the stored value)
 local v = redis.call('GET', KEYS[1])
-if not v then return {'notHeld', false} end
-if not holds(v, ARGV[5]) then return {'notHeld', v} end
-if ARGV[7] ~= '' then
-  redis.call('SREM', KEYS[4], ARGV[7])
-  if redis.call('SCARD', KEYS[4]) > 0 then return {'kept', v} end
+catchup(KEYS[1], v, KEYS[2], KEYS[3])
+if not v then return reply('notHeld', false) end
+if not holds(v, ARGV[7]) then return reply('notHeld', v) end
+if ARGV[8] ~= '' then
+  redis.call('SREM', KEYS[4], ARGV[8])
+  if redis.call('SCARD', KEYS[4]) > 0 then return reply('kept', v) end
 end
 redis.call('DEL', KEYS[1], KEYS[4])
 redis.call('ZREM', KEYS[2], KEYS[1])
 redis.call('HDEL', KEYS[3], KEYS[1])
-settle(KEYS[2], KEYS[3], ARGV[6])
+settle(KEYS[2], KEYS[3])
 publish('Released', v)
-return {'released', v}
+return reply('released', v)

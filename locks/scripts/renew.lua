@@ -7,30 +7,31 @@
 -- KEYS[2]  index key    lockidx:{tenant}:type
 -- KEYS[3]  values key   lockval:{tenant}:type
 -- KEYS[4]  sockets key  lockconn:{tenant}:type:uid
--- ARGV[1..4]  the event to publish: see prelude.lua
--- ARGV[5]  holder oid of the caller
--- ARGV[6]  the value Go read (exact bytes)
--- ARGV[7]  the new lock value, JSON built by Go
--- ARGV[8]  lease, ms
--- ARGV[9]  expiry, Unix ms (the index score)
--- ARGV[10] TTL for the index and values keys, ms
--- ARGV[11] id of the renewing socket, or "" (HTTP)
+-- ARGV[1..6]  the event to publish, the clock, the index margin: see prelude.lua
+-- ARGV[7]  holder oid of the caller
+-- ARGV[8]  the value Go read (exact bytes)
+-- ARGV[9]  the new lock value, JSON built by Go
+-- ARGV[10] lease, ms
+-- ARGV[11] expiry, Unix ms (the index score)
+-- ARGV[12] TTL for the index and values keys, ms
+-- ARGV[13] id of the renewing socket, or "" (HTTP)
 --
--- Returns {status, value}, status one of (renewReply in scripts.go):
---   "renewed"  published Renewed; value = ARGV[7]
+-- Returns {status, value, found}, status one of (renewReply in scripts.go):
+--   "renewed"  published Renewed; value = ARGV[9]
 --   "lost"     gone (value nil) or someone else's (value = the stored value)
 --   "raced"    still the caller's but changed since Go read it (another tab renewed);
 --              value = the stored value; Go retries with it
 local v = redis.call('GET', KEYS[1])
-if not v then return {'lost', false} end
-if not holds(v, ARGV[5]) then return {'lost', v} end
-if v ~= ARGV[6] then return {'raced', v} end
+catchup(KEYS[1], v, KEYS[2], KEYS[3])
+if not v then return reply('lost', false) end
+if not holds(v, ARGV[7]) then return reply('lost', v) end
+if v ~= ARGV[8] then return reply('raced', v) end
 
-redis.call('SET', KEYS[1], ARGV[7], 'PX', ARGV[8])
-redis.call('ZADD', KEYS[2], ARGV[9], KEYS[1])
-redis.call('HSET', KEYS[3], KEYS[1], ARGV[7])
-extend(KEYS[2], ARGV[10])
-extend(KEYS[3], ARGV[10])
-attach(KEYS[4], ARGV[11], ARGV[8])
-publish('Renewed', ARGV[7])
-return {'renewed', ARGV[7]}
+redis.call('SET', KEYS[1], ARGV[9], 'PX', ARGV[10])
+redis.call('ZADD', KEYS[2], ARGV[11], KEYS[1])
+redis.call('HSET', KEYS[3], KEYS[1], ARGV[9])
+extend(KEYS[2], ARGV[12])
+extend(KEYS[3], ARGV[12])
+attach(KEYS[4], ARGV[13], ARGV[10])
+publish('Renewed', ARGV[9])
+return reply('renewed', ARGV[9])

@@ -1,0 +1,172 @@
+package locks
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/lockhub/lockhub/locks/redistest"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+var edsger = protocol.Holder{OID: "u-edsger", Name: "Edsger Dijkstra"}
+
+// testOtherWriters: the .NET service writes locks on the same Redis with its own
+// scripts (byte for byte from the story) and publishes nothing; two stores that sweep
+// the type, as two hub instances do, announce each of its changes as the op it was,
+// once, in order with lockhub's own changes of the same entity (PROTOCOL.md §8).
+func testOtherWriters(t *testing.T, b backend) {
+	a, _ := newStore(t, b.client(t), Config{})
+	bb, _ := newStore(t, b.client(t), Config{})
+	tenant := fmt.Sprintf("net-%d", time.Now().UnixNano())
+	rec := runFeed(t, bb, a, tenant)
+	ctx := ctxT(t)
+	net := redistest.DotNet{C: b.client(t)}
+	const typ = "ApprovalRequest"
+	ref := Ref{tenant, typ, "r-1"}
+	sweep := func() {
+		t.Helper()
+		for _, s := range []*Store{a, bb} {
+			if err := s.Sweep(ctx, tenant, typ, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// step runs what, then waits for the entity's events to number n, and checks the
+	// last ones are want (op and holder), in order.
+	type ev struct {
+		op     protocol.Op
+		holder string
+		prev   string // TakenOver: the previous holder's oid
+	}
+	var seen []ev
+	step := func(name string, what func(), want ...ev) {
+		t.Helper()
+		what()
+		seen = append(seen, want...)
+		redistest.Eventually(t, name+": the events", func() bool { return len(rec.of(tenant, ref.UID)) >= len(seen) })
+	}
+	netClaim := func(h protocol.Holder) func() string {
+		return func() string {
+			t.Helper()
+			ok, v, err := net.Claim(ctx, tenant, typ, ref.UID, h.OID, h.Name)
+			if err != nil || !ok {
+				t.Fatalf(".NET claim for %s = %v, %v", h.Name, ok, err)
+			}
+			return v
+		}
+	}
+	netRelease := func(h protocol.Holder) {
+		t.Helper()
+		if ok, err := net.Release(ctx, tenant, typ, ref.UID, h.OID); err != nil || !ok {
+			t.Fatalf(".NET release for %s = %v, %v", h.Name, ok, err)
+		}
+	}
+
+	var adaValue string
+	step(".NET claims for Ada", func() { adaValue = netClaim(ada)(); sweep() }, ev{protocol.OpAcquired, ada.OID, ""})
+	if l := must1(a.Get(ctx, ref)); l == nil || l.HolderOID != ada.OID {
+		t.Fatalf("Get after the .NET claim = %+v", l)
+	}
+	step(".NET renews Ada's lock", func() {
+		l := must1(a.Get(ctx, ref))
+		if _, err := net.Renew(ctx, tenant, typ, ref.UID, ada.OID, ada.Name, l.AcquiredAt.Time); err != nil {
+			t.Fatal(err)
+		}
+		sweep()
+	}, ev{protocol.OpRenewed, ada.OID, ""})
+	expect(t, protocol.OutcomeLocked)(a.Claim(ctx, ref, grace, "tab-g")) // no change, no event
+	step(".NET approves (releases)", func() { netRelease(ada); sweep() }, ev{protocol.OpReleased, ada.OID, ""})
+	step(".NET claims for Edsger, lockhub takes over at once", func() {
+		netClaim(edsger)()
+		expect(t, protocol.OutcomeTakenOver)(a.Takeover(ctx, ref, margot, "tab-m", true))
+	}, ev{protocol.OpAcquired, edsger.OID, ""}, ev{protocol.OpTakenOver, margot.OID, edsger.OID})
+	step("another program puts Grace in Margaret's place", func() {
+		if _, err := net.Overwrite(ctx, tenant, typ, ref.UID, grace.OID, grace.Name); err != nil {
+			t.Fatal(err)
+		}
+		sweep()
+	}, ev{protocol.OpTakenOver, grace.OID, margot.OID})
+	step(".NET releases Grace's, lockhub claims for Ada at once", func() {
+		netRelease(grace)
+		expect(t, protocol.OutcomeAcquired)(bb.Claim(ctx, ref, ada, "tab-a"))
+		sweep()
+	}, ev{protocol.OpReleased, grace.OID, ""}, ev{protocol.OpAcquired, ada.OID, ""})
+	step("lockhub renews and releases", func() {
+		expect(t, protocol.OutcomeRenewed)(a.Renew(ctx, ref, ada, "tab-a"))
+		sweep()
+		expect(t, protocol.OutcomeReleased)(a.Release(ctx, ref, ada, "tab-a"))
+		sweep()
+	}, ev{protocol.OpRenewed, ada.OID, ""}, ev{protocol.OpReleased, ada.OID, ""})
+
+	// Every sweep's publish is done; a marker published now arrives after all of them,
+	// so nothing announced twice is still on its way.
+	marker := Ref{tenant, typ, "marker"}
+	expect(t, protocol.OutcomeAcquired)(a.Claim(ctx, marker, ada, ""))
+	redistest.Eventually(t, "the marker arrives", func() bool { return len(rec.of(tenant, "marker")) > 0 })
+	evs := rec.of(tenant, ref.UID)
+	var got []ev
+	for _, e := range evs {
+		g := ev{e.Op, e.Lock.HolderOID, ""}
+		if e.PreviousHolder != nil {
+			g.prev = e.PreviousHolder.OID
+		}
+		got = append(got, g)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(seen) {
+		t.Fatalf("events\n %v\nwant\n %v", got, seen)
+	}
+	if evs[0].Lock.HolderName != ada.Name || evs[0].Lock.ExpiresAt.IsZero() {
+		t.Fatalf("the Acquired of a .NET claim carries its lock: %+v", evs[0].Lock)
+	}
+	// The first event carries the lock as the .NET service stored it, byte for byte.
+	rec.mu.Lock()
+	for _, c := range rec.changes {
+		if c.Event.Lock.EntityUID == ref.UID {
+			if !strings.Contains(string(c.Frame), `"lock":`+adaValue+`,`) {
+				t.Errorf("frame %s does not carry the stored value %s", c.Frame, adaValue)
+			}
+			break
+		}
+	}
+	rec.mu.Unlock()
+	// Counted as found: the five changes of other programs, each once.
+	var foreign int
+	for _, s := range []*Store{a, bb} {
+		foreign += int(testutil.ToFloat64(s.met.foreign.WithLabelValues("Acquired")) +
+			testutil.ToFloat64(s.met.foreign.WithLabelValues("Renewed")) +
+			testutil.ToFloat64(s.met.foreign.WithLabelValues("TakenOver")) +
+			testutil.ToFloat64(s.met.foreign.WithLabelValues("Released")))
+	}
+	if foreign != 6 {
+		t.Fatalf("the stores counted %d changes of other programs, want 6", foreign)
+	}
+
+	// A .NET lock that runs out: its claim gives the index the bare lease, so the index
+	// may go with it; the copy still says whose it was and when it ended.
+	short := redistest.DotNet{C: b.client(t), Lease: 300 * time.Millisecond}
+	exp := Ref{tenant, typ, "r-2"}
+	if ok, _, err := short.Claim(ctx, tenant, typ, exp.UID, grace.OID, grace.Name); err != nil || !ok {
+		t.Fatalf(".NET claim = %v, %v", ok, err)
+	}
+	sweep()
+	redistest.Eventually(t, "the short lock announced", func() bool { return len(rec.of(tenant, exp.UID)) == 1 })
+	if b.advance != nil {
+		b.advance(time.Second)
+	} else {
+		redistest.Eventually(t, "the .NET lock runs out", func() bool { return must1(a.Get(ctx, exp)) == nil })
+	}
+	redistest.Eventually(t, "Expired", func() bool {
+		sweep()
+		return len(rec.of(tenant, exp.UID)) >= 2
+	})
+	if got := ops(rec.of(tenant, exp.UID)); got != "Acquired Expired " {
+		t.Fatalf("events of the short lock: %s", got)
+	}
+	if e := rec.of(tenant, exp.UID)[1]; e.Lock.HolderOID != grace.OID {
+		t.Fatalf("Expired without its holder: %+v", e.Lock)
+	}
+}
