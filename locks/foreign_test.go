@@ -2,11 +2,13 @@ package locks
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
@@ -168,5 +170,57 @@ func testOtherWriters(t *testing.T, b backend) {
 	}
 	if e := rec.of(tenant, exp.UID)[1]; e.Lock.HolderOID != grace.OID {
 		t.Fatalf("Expired without its holder: %+v", e.Lock)
+	}
+}
+
+// testFeedExample: the README's example of another program announcing its change at
+// once (protocol/examples/release-and-announce.lua, which the README quotes whole)
+// reaches the feed without a sweep, and no sweep announces it a second time.
+func testFeedExample(t *testing.T, b backend) {
+	src, err := os.ReadFile("../protocol/examples/release-and-announce.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), string(src)) {
+		t.Fatal("README.md does not quote protocol/examples/release-and-announce.lua whole")
+	}
+	s, _ := newStore(t, b.client(t), Config{})
+	tenant := fmt.Sprintf("ex-%d", time.Now().UnixNano())
+	rec := runFeed(t, s, s, tenant)
+	ctx := ctxT(t)
+	const typ = "ApprovalRequest"
+	c := b.client(t)
+	net := redistest.DotNet{C: c}
+	if ok, _, err := net.Claim(ctx, tenant, typ, "r-1", ada.OID, ada.Name); err != nil || !ok {
+		t.Fatalf(".NET claim = %v, %v", ok, err)
+	}
+	// A watched tenant: the sweeper has run, which keeps the feed key.
+	if err := s.Sweep(ctx, tenant, typ, 0); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, "the .NET claim announced", func() bool { return len(rec.of(tenant, "r-1")) == 1 })
+
+	lock, index := redistest.DotNetKeys(tenant, typ, "r-1")
+	at := protocol.NewTime(time.Now()).String()
+	n, err := redis.NewScript(string(src)).Run(ctx, c, []string{lock, index, ValuesKey(tenant, typ), FeedKey(tenant)}, ada.OID, tenant, at).Int()
+	if err != nil || n != 1 {
+		t.Fatalf("the example = %d, %v", n, err)
+	}
+	redistest.Eventually(t, "Released, without a sweep", func() bool { return len(rec.of(tenant, "r-1")) == 2 })
+	if err := s.Sweep(ctx, tenant, typ, 0); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, typ, "marker"}, ada, ""))
+	redistest.Eventually(t, "the marker", func() bool { return len(rec.of(tenant, "marker")) == 1 })
+	evs := rec.of(tenant, "r-1")
+	if got := ops(evs); got != "Acquired Released " {
+		t.Fatalf("events %s, want Acquired Released", got)
+	}
+	if evs[1].Lock.HolderOID != ada.OID || evs[1].At.String() != at {
+		t.Fatalf("Released event %+v", evs[1])
 	}
 }
