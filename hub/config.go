@@ -29,6 +29,11 @@ type Store interface {
 	Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error)
 	Sweep(ctx context.Context, tenant, entityType string, every time.Duration) error
 	RunFeed(ctx context.Context, h locks.FeedHandler) error
+	// Liveness records and holdings: see instance.go.
+	Heartbeat(ctx context.Context, instance string) error
+	UpdateHoldings(ctx context.Context, instance string, add, remove []locks.Holding) error
+	Leave(ctx context.Context, instance string) error
+	Reap(ctx context.Context, timeout time.Duration) ([]locks.DeadInstance, error)
 	Registry() *locks.Registry
 	Lease() time.Duration
 }
@@ -108,6 +113,11 @@ type Config struct {
 	// PongTimeout is how long a Ping may go unanswered. Zero means
 	// protocol.PongTimeout (10s).
 	PongTimeout time.Duration
+	// InstanceTimeout is how long an instance may go without refreshing its liveness
+	// record before the others take it for dead and release its sockets' locks after
+	// the grace: setting "instance-timeout". Records are refreshed every third of it.
+	// Zero means DefaultInstanceTimeout.
+	InstanceTimeout time.Duration
 }
 
 // Defaults of Config.
@@ -123,6 +133,9 @@ const (
 	DefaultMaxPendingAuth    = 1000
 	DefaultMaxLocksPerSocket = 100
 	DefaultPingEvery         = 25 * time.Second
+	// DefaultInstanceTimeout: a dead instance's locks go at most 20 s + the grace after
+	// it died (the contract allows the grace + 30 s).
+	DefaultInstanceTimeout = 15 * time.Second
 )
 
 // withDefaults validates c and fills in every zero field: the one place defaults live.
@@ -130,7 +143,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Store == nil || c.Verifier == nil {
 		return c, errors.New("hub: Config.Store and Config.Verifier are required")
 	}
-	for setting, d := range map[string]time.Duration{"release-grace": c.ReleaseGrace, "renew-every": c.RenewEvery, "ping-every": c.PingEvery} {
+	for setting, d := range map[string]time.Duration{"release-grace": c.ReleaseGrace, "renew-every": c.RenewEvery, "ping-every": c.PingEvery, "instance-timeout": c.InstanceTimeout} {
 		if d < 0 {
 			return c, &protocol.SettingError{Setting: setting, Err: fmt.Errorf("%s must be positive", d)}
 		}
@@ -181,5 +194,9 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxLocksPerSocket = cmp.Or(c.MaxLocksPerSocket, DefaultMaxLocksPerSocket)
 	c.PingEvery = cmp.Or(c.PingEvery, DefaultPingEvery)
 	c.PongTimeout = cmp.Or(c.PongTimeout, protocol.PongTimeout)
+	c.InstanceTimeout = cmp.Or(c.InstanceTimeout, DefaultInstanceTimeout)
+	if c.InstanceTimeout < 3*time.Millisecond {
+		return c, &protocol.SettingError{Setting: "instance-timeout", Err: fmt.Errorf("%s is too short to refresh a record in", c.InstanceTimeout)}
+	}
 	return c, nil
 }

@@ -79,12 +79,17 @@
 //
 // The grace is timed by the instance where the socket closed (Run's release timers, a
 // FIFO since every job waits the same grace). The set is only a hint of who may still
-// use the lock, never the lock itself: the lease stays the truth. If an instance dies
-// without detaching (kill -9), its sockets' ids stay in the sets until the leases
-// they were last renewed with run out; such a lock is then freed by its lease, at most
-// one lease after its last renewal, and never early. Until then a stale id also keeps
-// a release from the holder's other socket from dropping the lock (it counts as a tab
-// still open), so that release too waits for the lease.
+// use the lock, never the lock itself: the lease stays the truth.
+//
+// An instance that dies without detaching (kill -9, OOM, a lost node) cannot time
+// anything. So each instance keeps a liveness record in Redis and the list of what its
+// sockets claimed (instance.go); a live instance that finds a record InstanceTimeout
+// old takes it, and detaches the dead instance's sockets after the grace as if they
+// had just closed. Until then a dead socket's id keeps a release from the holder's
+// live socket from dropping the lock (it counts as a tab still open); the reaper's
+// detach removes it, and, the live tab's id being gone too, releases the lock. A live
+// tab that still holds the lock keeps it. With the defaults a lock of a dead instance
+// goes at most about 20 s + the grace after the death.
 //
 // A graceful shutdown (Shutdown, 1001) detaches each socket's locks without releasing
 // them: its clients reconnect to another instance within the grace and claim again,

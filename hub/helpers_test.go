@@ -424,7 +424,14 @@ func hasLabels(m *dto.Metric, labels []string) bool {
 	return true
 }
 
-// lockKeys lists the lock keys in th's miniredis.
+// redisKeys lists the keys in th's miniredis, but for the liveness records every
+// running instance keeps (instance.go): what requests wrote.
 func (th *testHub) redisKeys() []string {
-	return th.mr.Keys()
+	var out []string
+	for _, k := range th.mr.Keys() {
+		if k != "lockhub:instances" && !strings.HasPrefix(k, "lockhub:held:{") {
+			out = append(out, k)
+		}
+	}
+	return out
 }

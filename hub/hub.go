@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,8 @@ type Hub struct {
 	limitWarn   rate.Sometimes // one warning about a refused handshake per interval
 	resync      chan struct{}  // capacity 1: the feed asks Run for a resync
 	rel         *releaser      // release-on-disconnect timers, run by Run
+	instance    string         // this instance's id in the liveness records
+	held        *holdings      // changes to this instance's holdings, written by Run
 }
 
 // New returns a Hub, or an error when cfg is invalid.
@@ -73,6 +76,8 @@ func New(cfg Config) (*Hub, error) {
 		resync:    make(chan struct{}, 1),
 		limitWarn: rate.Sometimes{Interval: 10 * time.Second},
 		rel:       newReleaser(),
+		instance:  "i-" + rand.Text(),
+		held:      newHoldings(),
 	}
 	// The hub's own lifetime, not a request's: store calls made for sockets outlive the
 	// HTTP request that upgraded them, and Shutdown cancels it.
@@ -217,7 +222,14 @@ func (h *Hub) Run(ctx context.Context) error {
 	wg.Go(func() { h.sweepLoop(ctx) })
 	wg.Go(func() { h.resyncLoop(ctx) })
 	wg.Go(func() { h.rel.run(ctx, h) })
+	wg.Go(func() { h.holdingsLoop(ctx) })
+	wg.Go(func() { h.livenessLoop(ctx) })
 	wg.Wait()
+	// Stopped: its sockets are detached (Shutdown) or about to be, and a stopped
+	// instance's holdings must not be reaped as a dead one's.
+	lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), detachTimeout)
+	_ = h.store.Leave(lctx, h.instance)
+	lcancel()
 	return feedErr
 }
 

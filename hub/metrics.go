@@ -22,6 +22,8 @@ type metrics struct {
 	authFailures  prometheus.Counter       // tokens refused
 	resyncs       prometheus.Counter       // fresh snapshots sent after the feed came back
 	detaches      *prometheus.CounterVec   // why: grace, shutdown; outcome
+	deadInstances prometheus.Counter       // instances found dead and reaped here
+	reapedLocks   prometheus.Counter       // locks of dead instances' sockets scheduled for release
 	requestTiming *prometheus.HistogramVec // type
 	limits        *prometheus.CounterVec   // limit: one of the limit* labels
 
@@ -76,6 +78,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		resyncs: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_resyncs_total", Help: "Resyncs: fresh snapshots sent to every watcher after the change feed came back.",
+		}),
+		deadInstances: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_dead_instances_total", Help: "Instances that stopped refreshing their liveness record without shutting down, found and reaped by this instance.",
+		}),
+		reapedLocks: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_reaped_locks_total", Help: "Locks claimed through the sockets of dead instances, detached by this instance after the release grace.",
 		}),
 		detaches: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_detaches_total", Help: "Locks detached from closed sockets, by why (grace, shutdown) and outcome.",

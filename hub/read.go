@@ -269,7 +269,7 @@ func (c *conn) answer(req protocol.Request, res locks.Result, err error) {
 			c.track(ref)
 		}
 	case protocol.OutcomeReleased, protocol.OutcomeNotHeld, protocol.OutcomeLost:
-		delete(c.claimed, ref)
+		c.untrack(ref)
 	}
 	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Outcome: res.Outcome, Lock: res.Lock, PreviousHolder: res.PreviousHolder})
 }
@@ -288,10 +288,22 @@ func (c *conn) overLockLimit(req protocol.Request, ref locks.Ref) bool {
 }
 
 func (c *conn) track(ref locks.Ref) {
+	if _, ok := c.claimed[ref]; ok {
+		return
+	}
 	if c.claimed == nil {
 		c.claimed = map[locks.Ref]struct{}{}
 	}
 	c.claimed[ref] = struct{}{}
+	c.h.held.hold(ref, c.ident.OID, c.id)
+}
+
+// untrack forgets a lock the socket no longer holds.
+func (c *conn) untrack(ref locks.Ref) {
+	if _, ok := c.claimed[ref]; ok {
+		delete(c.claimed, ref)
+		c.h.held.drop(ref, c.ident.OID, c.id)
+	}
 }
 
 // watch subscribes the socket to a type and answers with its snapshot. Events of the

@@ -134,5 +134,6 @@ func (h *Hub) detach(ctx context.Context, job detachJob, release bool, why strin
 			continue
 		}
 		h.met.detaches.WithLabelValues(why, string(res.Outcome)).Inc()
+		h.held.drop(ref, job.holder.OID, job.conn)
 	}
 }

@@ -60,6 +60,7 @@ const (
 	opMine      opName = "mine"
 	opSweep     opName = "sweep"
 	opSubscribe opName = "subscribe" // the change feed (fail-open only)
+	opInstances opName = "instances" // liveness records and holdings (fail-open only)
 )
 
 // outcomeLabel is the outcome label of lockhub_store_operations_total. A lock operation

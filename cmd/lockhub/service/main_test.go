@@ -400,59 +400,8 @@ func TestRunOnCluster(t *testing.T) {
 // TestSIGTERM builds the binary, starts it, opens a socket, and sends SIGTERM: the
 // socket is closed with 1001 and the process exits 0 within 10 s.
 func TestSIGTERM(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "lockhub")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cmd := exec.CommandContext(t.Context(), bin, "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "LOCKHUB_RELEASE_GRACE=10s")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	lines := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			default: // a test that stopped reading must not block the process
-			}
-		}
-		close(lines)
-		exited <- cmd.Wait() // after the pipe is drained, as os/exec requires
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill() // a no-op once it exited
-		<-exited
-	})
-
-	var addr string
-	deadline := time.After(10 * time.Second)
-	for addr == "" {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				t.Fatalf("exited before listening: %s", stderr.String())
-			}
-			var rec struct {
-				Msg    string `json:"msg"`
-				Listen string `json:"listen"`
-			}
-			if json.Unmarshal([]byte(line), &rec) == nil && rec.Listen != "" {
-				addr = rec.Listen
-			}
-		case <-deadline:
-			t.Fatal("not listening after 10s")
-		}
-	}
+	p := startBinary(t, buildBinary(t), []string{"--listen", "127.0.0.1:0"}, "LOCKHUB_RELEASE_GRACE=10s")
+	cmd, exited, stderr, addr := p.cmd, p.exited, p.stderr, p.addr
 	base := "http://" + addr
 	ada := devToken(t, base, "u-ada")
 	c := dialAuth(t, "ws://"+addr+"/ws", ada)
@@ -484,4 +433,73 @@ func TestSIGTERM(t *testing.T) {
 	if d := time.Since(sent); d > 10*time.Second {
 		t.Fatalf("took %s to exit", d)
 	}
+}
+
+// buildBinary builds cmd/lockhub into the test's temporary directory.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "lockhub")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// process is the lockhub binary running as its own process.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan error // Wait's answer, once the process is gone
+	stderr *bytes.Buffer
+	addr   string // where it listens
+}
+
+// startBinary starts bin with args and the environment plus env ("NAME=value"), and
+// waits until it says where it listens. The test's cleanup kills it.
+func startBinary(t *testing.T, bin string, args []string, env ...string) *process {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, exited: make(chan error, 1), stderr: &bytes.Buffer{}}
+	cmd.Stderr = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default: // a test that stopped reading must not block the process
+			}
+		}
+		close(lines)
+		p.exited <- cmd.Wait() // after the pipe is drained, as os/exec requires
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // a no-op once it exited
+		p.exited <- <-p.exited
+	})
+	deadline := time.After(10 * time.Second)
+	for p.addr == "" {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("exited before listening: %s", p.stderr.String())
+			}
+			var rec struct {
+				Listen string `json:"listen"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Listen != "" {
+				p.addr = rec.Listen
+			}
+		case <-deadline:
+			t.Fatal("not listening after 10s")
+		}
+	}
+	return p
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -238,11 +237,7 @@ func isReset(err error) bool {
 // TestBinaryRefusesProduction: the built binary exits with status 2 and says what to
 // set when pointed at a Redis without a JWKS.
 func TestBinaryRefusesProduction(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "lockhub")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cmd := exec.CommandContext(t.Context(), bin, "--redis-url", "redis://127.0.0.1:1")
+	cmd := exec.CommandContext(t.Context(), buildBinary(t), "--redis-url", "redis://127.0.0.1:1")
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError

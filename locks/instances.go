@@ -1,0 +1,198 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Instances that die (PROTOCOL.md §4, "An instance that dies").
+//
+// A lock claimed through a socket is released after the grace when the socket closes
+// (Detach). An instance killed outright runs no detach: its sockets' ids stay in the
+// locks' sockets sets, and their locks would stay until the lease ran out, however a
+// live tab of the same holder released them. So each instance keeps, in Redis,
+//   - a liveness record: its score in the sorted set lockhub:instances (instance id ->
+//     last heartbeat, Unix ms), refreshed every few seconds (Heartbeat);
+//   - its holdings: the set lockhub:held:{<instance>} of the locks its sockets claimed,
+//     one member per socket and lock (UpdateHoldings).
+// A live instance that finds a record older than the instance timeout takes it (ZREM:
+// exactly one instance wins) and gets its holdings (Reap); it detaches each one, with
+// release, after the grace, as if the socket had just closed: the lock is released
+// unless another socket of the holder, alive, still uses it.
+//
+// These keys are not the tenants': they live in their own slots on a cluster, and no
+// script mixes them with a tenant's keys (every call here is a plain command).
+
+const instancesKey = "lockhub:instances"
+
+// heldKey returns the key of an instance's holdings: lockhub:held:{<instance>}.
+func heldKey(instance string) string { return "lockhub:held:{" + instance + "}" }
+
+// instanceKeysTTL bounds how long the liveness records and holdings outlive the last
+// instance that refreshed them: with every instance dead, nobody reaps, and the locks
+// ran out long before.
+func (s *Store) instanceKeysTTL() time.Duration { return 2*s.lease + indexMargin }
+
+// Holding is one lock claimed through one socket of an instance.
+type Holding struct {
+	Ref    Ref
+	Holder string // the holder's oid
+	Conn   string // the socket's id
+}
+
+// member encodes h for the holdings set. Every part is a validated name, which holds
+// no space.
+func (h Holding) member() string {
+	return strings.Join([]string{h.Ref.Tenant, h.Ref.Type, h.Ref.UID, h.Holder, h.Conn}, " ")
+}
+
+func parseHolding(m string) (Holding, error) {
+	p := strings.Split(m, " ")
+	if len(p) != 5 {
+		return Holding{}, fmt.Errorf("locks: holding %q has %d parts, want 5", m, len(p))
+	}
+	h := Holding{Ref: Ref{Tenant: p[0], Type: p[1], UID: p[2]}, Holder: p[3], Conn: p[4]}
+	if err := h.Ref.Validate(); err != nil || !ValidOID(h.Holder) || h.Conn == "" {
+		return Holding{}, fmt.Errorf("locks: holding %q is not valid", m)
+	}
+	return h, nil
+}
+
+// validInstance says whether id may name an instance: the uid rule, so it cannot
+// break out of the hash tag of its holdings key.
+func validInstance(id string) bool { return ValidOID(id) }
+
+// Heartbeat refreshes instance's liveness record and keeps its holdings alive.
+func (s *Store) Heartbeat(ctx context.Context, instance string) error {
+	if !validInstance(instance) {
+		return fmt.Errorf("locks: instance id %q is not valid", instance)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	ttl := s.instanceKeysTTL()
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZAdd(ctx, instancesKey, redis.Z{Score: float64(s.now().UnixMilli()), Member: instance})
+		p.PExpire(ctx, instancesKey, ttl)
+		p.PExpire(ctx, heldKey(instance), ttl)
+		return nil
+	})
+	if err != nil {
+		s.failOpen(ctx, opInstances, err)
+	}
+	return err
+}
+
+// UpdateHoldings adds and removes holdings of instance, in one round trip.
+func (s *Store) UpdateHoldings(ctx context.Context, instance string, add, remove []Holding) error {
+	if !validInstance(instance) {
+		return fmt.Errorf("locks: instance id %q is not valid", instance)
+	}
+	if len(add) == 0 && len(remove) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	key := heldKey(instance)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if len(add) > 0 {
+			p.SAdd(ctx, key, members(add)...)
+			p.PExpire(ctx, key, s.instanceKeysTTL())
+		}
+		if len(remove) > 0 {
+			p.SRem(ctx, key, members(remove)...)
+		}
+		return nil
+	})
+	if err != nil {
+		s.failOpen(ctx, opInstances, err)
+	}
+	return err
+}
+
+func members(hs []Holding) []any {
+	out := make([]any, len(hs))
+	for i, h := range hs {
+		out[i] = h.member()
+	}
+	return out
+}
+
+// Leave removes instance's liveness record and its holdings: a graceful shutdown,
+// which has detached its sockets already.
+func (s *Store) Leave(ctx context.Context, instance string) error {
+	if !validInstance(instance) {
+		return fmt.Errorf("locks: instance id %q is not valid", instance)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, instancesKey, instance)
+		p.Del(ctx, heldKey(instance))
+		return nil
+	})
+	if err != nil {
+		s.failOpen(ctx, opInstances, err)
+	}
+	return err
+}
+
+// DeadInstance is an instance whose liveness record ran out, and what its sockets held.
+type DeadInstance struct {
+	ID       string
+	LastSeen time.Time
+	Holdings []Holding
+}
+
+// Reap takes the instances whose liveness record is older than timeout, each by
+// exactly one caller across all instances, and returns them with their holdings,
+// which it deletes: the caller detaches them. Holdings that do not parse are skipped.
+func (s *Store) Reap(ctx context.Context, timeout time.Duration) ([]DeadInstance, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	dead, err := s.rdb.ZRangeByScoreWithScores(ctx, instancesKey, &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(s.now().Add(-timeout).UnixMilli(), 10), Count: 100,
+	}).Result()
+	if err != nil {
+		s.failOpen(ctx, opInstances, err)
+		return nil, err
+	}
+	var out []DeadInstance
+	var errs []error
+	for _, z := range dead {
+		id, _ := z.Member.(string)
+		won, err := s.rdb.ZRem(ctx, instancesKey, id).Result()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if won == 0 || !validInstance(id) {
+			continue // another instance took it, or not ours to read
+		}
+		ms, err := s.rdb.SMembers(ctx, heldKey(id)).Result()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d := DeadInstance{ID: id, LastSeen: time.UnixMilli(int64(z.Score))}
+		for _, m := range ms {
+			if h, err := parseHolding(m); err == nil {
+				d.Holdings = append(d.Holdings, h)
+			}
+		}
+		if err := s.rdb.Del(ctx, heldKey(id)).Err(); err != nil {
+			errs = append(errs, err)
+		}
+		out = append(out, d)
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.failOpen(ctx, opInstances, err)
+		return out, err
+	}
+	return out, nil
+}
