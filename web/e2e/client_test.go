@@ -817,6 +817,44 @@ func TestClient(t *testing.T) {
 		c.noFrame(t, "renew", 200*time.Millisecond)
 	})
 
+	t.Run("FormWhoseLockIsReleasedElsewhereEnds", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		eval[bool](t, e.tab, openFormR1)
+		c.expect(t, "watch")
+		req := c.waitFrame(t, "claim", 2*time.Second)
+		mine := lock("r-1", "u-me", "Me Myself", 5*time.Minute)
+		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": mine})
+		waitFor(t, e.tab, "held", `f.state === 'held'`, 5*time.Second, `f.state`)
+		// The .NET approve (or another tab over HTTP) releases it: no claim back, which
+		// would snatch it from whoever waits; read-only and told so.
+		c.send(t, event("Released", mine, nil))
+		waitFor(t, e.tab, "ended", `f.state === 'ended'`, 5*time.Second, `f.state`)
+		c.noFrame(t, "claim", 500*time.Millisecond)
+		text := eval[string](t, e.tab, `document.querySelector('[data-testid=lock-banner]').textContent`)
+		if !strings.HasPrefix(text, "Your lock was released elsewhere at ") {
+			t.Errorf("banner %q", text)
+		}
+		if !eval[bool](t, e.tab, `document.getElementById('title').readOnly && document.getElementById('approve').disabled`) {
+			t.Error("the form is not read-only")
+		}
+		// An administrator's release (PROTOCOL.md §10) names who, when reopened and lost again.
+		eval[bool](t, e.tab, `(f.close(), true)`)
+		eval[bool](t, e.tab, openFormR1)
+		req = c.waitFrame(t, "claim", 2*time.Second)
+		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": mine})
+		waitFor(t, e.tab, "held again", `f.state === 'held'`, 5*time.Second, `f.state`)
+		byAdmin := event("Released", mine, nil)
+		byAdmin["by"] = map[string]any{"oid": "u-margaret", "name": "Margaret Hamilton"}
+		c.send(t, byAdmin)
+		waitFor(t, e.tab, "ended by", `f.state === 'ended'`, 5*time.Second, `f.state`)
+		if text := eval[string](t, e.tab, `document.querySelector('[data-testid=lock-banner]').textContent`); !strings.HasPrefix(text, "Margaret Hamilton released your lock at ") {
+			t.Errorf("banner %q", text)
+		}
+		c.noFrame(t, "claim", 300*time.Millisecond)
+	})
+
 	t.Run("FormReopenedBeforeItsClaimIsAnswered", func(t *testing.T) {
 		t.Parallel()
 		e := newClientEnv(t, browser)

@@ -182,7 +182,7 @@ export class DetailView {
     this.#card.dataset.lockState = cur.form.state;
     if (!cur.row) return;
     const decided = cur.row.status !== 'pending';
-    if (cur.form.state !== 'takenOver') {
+    if (cur.form.state !== 'takenOver' && cur.form.state !== 'ended') {
       this.#approve.disabled = decided;
       this.#reject.disabled = decided;
     }

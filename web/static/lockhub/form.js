@@ -30,7 +30,7 @@ import { formatClock, lockedByText } from './format.js';
  */
 
 /**
- * @typedef {'claiming'|'held'|'locked'|'takenOver'|'unknown'|'released'|'closed'} FormState
+ * @typedef {'claiming'|'held'|'locked'|'takenOver'|'ended'|'unknown'|'released'|'closed'} FormState
  */
 
 /**
@@ -192,7 +192,8 @@ export class LockForm {
 
     const blocked = state === 'locked';
     this.#body.inert = blocked;
-    this.#setReadOnly(state === 'takenOver');
+    const lost = state === 'takenOver' || state === 'ended';
+    this.#setReadOnly(lost);
     if (state === 'claiming') this.#body.setAttribute('aria-busy', 'true');
     else this.#body.removeAttribute('aria-busy');
 
@@ -209,6 +210,10 @@ export class LockForm {
       const who = e.takenBy ? e.takenBy.name : 'Someone';
       text = `${who} took over this record at ${formatClock(e.takenAt)}. The form is read-only; your unsaved changes were not saved.`;
       kind = 'takenOver';
+    } else if (state === 'ended') {
+      const who = e.takenBy ? `${e.takenBy.name} released` : 'Your lock was released elsewhere';
+      text = `${who}${e.takenBy ? ' your lock' : ''} at ${formatClock(e.takenAt)} (the record may have been decided in another app). The form is read-only; reopen it to edit again.`;
+      kind = 'takenOver';
     } else if (state === 'unknown') {
       text = e.note && e.note !== 'forbidden'
         ? `Editing without a lock (${e.note}).`
@@ -224,7 +229,7 @@ export class LockForm {
 
     if (prev !== state) {
       if (blocked && focusInside) this.#banner.focus();
-      if (state === 'takenOver' && (focusInside || document.activeElement === document.body)) this.#banner.focus();
+      if (lost && (focusInside || document.activeElement === document.body)) this.#banner.focus();
       if (state === 'held' && (prev === 'locked' || prev === 'takenOver')) {
         const a = document.activeElement;
         if (!a || a === document.body || a === this.#banner || this.#banner.contains(a)) focusFirst(this.#body);

@@ -26,17 +26,19 @@ import { LockhubError } from './protocol.js';
  *
  * status: `claiming` (no answer yet), `held` (mine), `locked` (someone else's; claimed
  * again when they release or their lease runs out), `takenOver` (taken from me; not
- * claimed again), `unknown` (the store is down: fail open, retried), `released` (the
- * hub released it for me after a write, see {@link LockForm#commit}).
+ * claimed again), `ended` (mine, released by someone other than this page: another app
+ * such as the .NET approve, another tab through HTTP, an administrator; not claimed
+ * again), `unknown` (the store is down: fail open, retried), `released` (the hub
+ * released it for me after a write, see {@link LockForm#commit}).
  * @typedef {object} Entry
  * @property {string} key
  * @property {string} type
  * @property {string} uid
  * @property {boolean} want
  * @property {boolean} auto        claim on its own when the entity becomes free
- * @property {'claiming'|'held'|'locked'|'takenOver'|'unknown'|'released'} status
+ * @property {'claiming'|'held'|'locked'|'takenOver'|'ended'|'unknown'|'released'} status
  * @property {Lock|null} lock
- * @property {Holder|null} takenBy
+ * @property {Holder|null} takenBy  who took it over (`takenOver`) or released it (`ended`, when the event says)
  * @property {string} takenAt
  * @property {string} note         the last notable answer, e.g. `forbidden`
  * @property {Promise<Result>|null} claiming
@@ -159,7 +161,7 @@ export class Holds {
     e.auto = true;
     e.want = true;
     e.listeners.add(fn);
-    if (e.status === 'takenOver' || e.status === 'released') {
+    if (e.status === 'takenOver' || e.status === 'ended' || e.status === 'released') {
       e.status = 'claiming';
       e.takenBy = null;
     }
@@ -310,6 +312,16 @@ export class Holds {
    * TakenOver, stop renewing, do not claim again, and tell the form who has it.
    * @param {Entry} e @param {Lock} l @param {string} [at]
    */
+  /** @param {Entry} e @param {LockEvent} ev */
+  #endedBy(e, ev) {
+    e.status = 'ended';
+    e.want = false;
+    e.lock = null;
+    e.takenBy = ev.by ?? null;
+    e.takenAt = ev.at || new Date(this.#host.now()).toISOString();
+    this.#notify(e);
+  }
+
   #lostTo(e, l, at) {
     e.status = 'takenOver';
     e.want = false;
@@ -509,6 +521,13 @@ export class Holds {
           return;
         }
         if (!e.want || e.status === 'takenOver' || e.status === 'released') return;
+        if (ev.op === 'Released' && mine && e.status === 'held') {
+          // Mine, released by someone else: the record was decided in another app, or
+          // an administrator or another tab let it go. Claiming it back would snatch
+          // it from whoever waits for it: read-only, like a takeover.
+          this.#endedBy(e, ev);
+          return;
+        }
         if (e.status === 'locked' && e.lock && e.lock.holderOid !== ev.lock.holderOid) return; // an older holder
         if (e.status === 'locked' && !e.auto) return;
         e.status = e.status === 'locked' ? 'locked' : 'claiming';

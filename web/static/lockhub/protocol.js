@@ -78,7 +78,7 @@ export const CloseCode = Object.freeze({
 
 /**
  * A `lock` event frame of PROTOCOL.md §3, as the client reads it.
- * @typedef {{op: Change['op'], lock: Lock, previousHolder?: Holder, at?: string}} LockEvent
+ * @typedef {{op: Change['op'], lock: Lock, previousHolder?: Holder, by?: Holder, at?: string}} LockEvent
  */
 
 /**
