@@ -3,9 +3,13 @@ package locks
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/locks/redistest"
@@ -136,4 +140,187 @@ func countLocks(vals []any) int {
 		}
 	}
 	return n
+}
+
+// BenchmarkSweep prices the sweep of one type (sweep.lua: every index member and every
+// value copy compared with its live key, PROTOCOL.md §8) against List of the same
+// locks, one snapshot read through the same script, at 10, 1,000 and 10,000 live
+// locks claimed through the store. Three calls, interleaved in blocks:
+//
+//   - sweep: Sweep with nothing changed since the last one (every 0: never skipped);
+//   - changed: Sweep after the .NET scripts released 1% of the locks (at least one) and
+//     claimed them for another holder, so it announces that many TakenOver; the
+//     changes are made with the timer stopped, and each sweep is checked to announce
+//     exactly them;
+//   - list: List, the baseline.
+//
+// Each reports its mean ns/op and, from INFO commandstats, the EVALSHA time Redis
+// spent on it (redis-us/op): the rest is the round trip and decoding in Go.
+func BenchmarkSweep(b *testing.B) {
+	srv := redistest.StartServer(b)
+	c := srv.Client(b)
+	s, _ := newStore(b, c, Config{Timeout: 10 * time.Second})
+	ctx := context.Background()
+	const typ = "ApprovalRequest"
+	release, claim := redis.NewScript(redistest.DotNetReleaseScript), redis.NewScript(redistest.DotNetClaimScript)
+	for _, sc := range []*redis.Script{release, claim} {
+		if err := sc.Load(ctx, c).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, n := range []int{10, 1000, 10000} {
+		b.Run(fmt.Sprintf("locks=%d", n), func(b *testing.B) {
+			tenant := fmt.Sprintf("sweep-%d-%d", n, time.Now().UnixNano())
+			claimMany(b, s, tenant, typ, n)
+			if l, err := s.List(ctx, tenant, typ); err != nil || len(l) != n {
+				b.Fatalf("List = %d locks, %v; want %d", len(l), err, n)
+			}
+			holders := make([]protocol.Holder, n) // who holds lock i now
+			for i := range holders {
+				holders[i] = ada
+			}
+			k := max(1, n/100)
+			next := 0 // the first lock the next change moves
+			// change moves k locks to their other holder with the .NET scripts, in one
+			// pipeline: release as the holder, claim as the other.
+			change := func() {
+				pipe := c.Pipeline()
+				var cmds []*redis.Cmd
+				for range k {
+					i := next
+					next = (next + 1) % n
+					uid := fmt.Sprintf("r-%d", i)
+					lock, index := redistest.DotNetKeys(tenant, typ, uid)
+					to := edsger
+					if holders[i] == edsger {
+						to = ada
+					}
+					now := time.Now()
+					lease := 5 * time.Minute
+					v := redistest.DotNetValue(typ, uid, to.OID, to.Name, now, now.Add(lease))
+					cmds = append(cmds,
+						release.EvalSha(ctx, pipe, []string{lock, index}, holders[i].OID),
+						claim.EvalSha(ctx, pipe, []string{lock, index}, v, lease.Milliseconds(), now.Add(lease).UnixMilli()))
+					holders[i] = to
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					b.Fatal(err)
+				}
+				for _, cmd := range cmds {
+					if n, err := cmd.Int(); err != nil || n != 1 {
+						b.Fatalf(".NET script %v = %d, %v", cmd.Args(), n, err)
+					}
+				}
+			}
+			sweep := func() {
+				if err := s.Sweep(ctx, tenant, typ, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			list := func() {
+				if l, _ := s.List(ctx, tenant, typ); len(l) != n {
+					b.Fatalf("List = %d locks, want %d", len(l), n)
+				}
+			}
+			sweep() // take in anything the claims left to catch up
+
+			// Blocks, not call by call, as in BenchmarkListByType: a 10,000-lock script
+			// leaves the caches cold for whatever runs right after it.
+			const block = 5
+			var t [3]time.Duration
+			var redisUs [3]float64
+			var runs [3]float64
+			for i := 0; b.Loop(); i++ {
+				kind := (i / block) % 3
+				b.StopTimer()
+				if kind == 1 {
+					change()
+				}
+				before := foreignChanges(s)
+				us := evalshaUsec(b, c)
+				b.StartTimer()
+				t[kind] += timeIt([]func(){sweep, sweep, list}[kind])
+				b.StopTimer()
+				redisUs[kind] += evalshaUsec(b, c) - us
+				runs[kind]++
+				want := 0.0
+				if kind == 1 {
+					want = float64(k)
+				}
+				if got := foreignChanges(s) - before; got != want {
+					b.Fatalf("call %d (kind %d) announced %v changes, want %v", i, kind, got, want)
+				}
+				b.StartTimer()
+			}
+			if runs[2] == 0 || runs[1] == 0 {
+				b.Fatalf("too few iterations (%d) to interleave: raise -benchtime", b.N)
+			}
+			per := func(kind int) float64 { return float64(t[kind].Nanoseconds()) / runs[kind] }
+			b.ReportMetric(per(0), "sweep-ns/op")
+			b.ReportMetric(per(1), "changed-ns/op")
+			b.ReportMetric(per(2), "list-ns/op")
+			b.ReportMetric(per(0)/per(2), "sweep/list")
+			b.ReportMetric(per(1)/per(2), "changed/list")
+			b.ReportMetric(redisUs[0]/runs[0], "sweep-redis-us/op")
+			b.ReportMetric(redisUs[1]/runs[1], "changed-redis-us/op")
+			b.ReportMetric(redisUs[2]/runs[2], "list-redis-us/op")
+		})
+	}
+}
+
+// claimMany claims r-0 … r-(n-1) of a type for Ada through the store, a few at a
+// time.
+func claimMany(b *testing.B, s *Store, tenant, typ string, n int) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 32)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if r, err := s.Claim(ctx, Ref{tenant, typ, fmt.Sprintf("r-%d", i)}, ada, ""); err != nil || r.Outcome != protocol.OutcomeAcquired {
+				errs <- fmt.Errorf("claim r-%d: %s, %v", i, r.Outcome, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+// foreignChanges is how many changes of other programs the store has announced.
+func foreignChanges(s *Store) float64 {
+	var sum float64
+	for _, op := range []protocol.Op{protocol.OpAcquired, protocol.OpRenewed, protocol.OpTakenOver, protocol.OpReleased} {
+		sum += testutil.ToFloat64(s.met.foreign.WithLabelValues(string(op)))
+	}
+	return sum
+}
+
+// evalshaUsec is the total time Redis has spent in EVALSHA (INFO commandstats), µs.
+func evalshaUsec(b *testing.B, c redis.UniversalClient) float64 {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	// cmdstat_evalsha:calls=12,usec=345,usec_per_call=28.75,...
+	for line := range strings.Lines(info) {
+		rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:")
+		if !ok {
+			continue
+		}
+		for field := range strings.SplitSeq(strings.TrimSpace(rest), ",") {
+			if v, ok := strings.CutPrefix(field, "usec="); ok {
+				us, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return us
+			}
+		}
+	}
+	return 0
 }
