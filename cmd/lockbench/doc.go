@@ -14,10 +14,20 @@
 //   - a claim+release over one socket against the same two calls made directly on a
 //     lock store on the same Redis, interleaved in one run, as a ratio direct/socket.
 //
+// With -mode foreign it measures instead how long a change another program makes
+// directly in Redis takes to reach watchers (PROTOCOL.md §8: within 2 s, once, as the
+// op it was): -instances lockhub services in this process share the real Redis of
+// -redis-url, each with -watchers watching sockets (default 1); a writer runs the .NET
+// service's own claim and release scripts (locks/redistest.DotNet) at random moments
+// on -entities entities, no entity twice within 2.5 s, and the report gives, per
+// instance, the time from each write to its event (p50/p90/p99/max), and every change
+// not received exactly once by every watcher as its op (the run then fails).
+//
 // Usage:
 //
 //	lockbench -inproc -redis-url redis://127.0.0.1:7390/0 -watchers 10000
 //	lockbench -url ws://127.0.0.1:8080/ws -watchers 1000 [-redis-url ... for the ratio]
+//	lockbench -mode foreign -redis-url redis://127.0.0.1:7390/0
 //
 // With -inproc it runs the lockhub service itself, the binary's own wiring
 // (cmd/lockhub/service), with the per-socket rate limit lifted (on -redis-url, or its embedded miniredis

@@ -36,7 +36,9 @@ type inprocHub struct {
 // startInproc runs the lockhub service on redisURL (empty: its embedded Redis), with
 // typ the one lockable type and development tokens. stop shuts it down and joins it.
 func startInproc(ctx context.Context, redisURL, typ string) (*inprocHub, error) {
-	args := []string{"--listen", "127.0.0.1:0", "--lockable", typ, "--log-level", "warn"}
+	// --dev: the clients take development tokens from POST /dev/token, which the
+	// service serves on a --redis-url only when told (PROTOCOL.md §5 Hardening).
+	args := []string{"--listen", "127.0.0.1:0", "--lockable", typ, "--log-level", "warn", "--dev"}
 	if redisURL != "" {
 		args = append(args, "--redis-url", redisURL)
 	}

@@ -58,6 +58,13 @@ type options struct {
 	timeout                 time.Duration
 	tenant, entityType      string
 	cpuProfile, memProfile  string
+
+	// -mode foreign
+	mode       string
+	instances  int
+	entities   int
+	changes    int
+	changeRate float64
 }
 
 // Bounds of the flags: the tool never opens more than this.
@@ -66,6 +73,14 @@ const (
 	maxClaimers = 100
 	maxClaims   = 100000
 	maxTimeout  = 30 * time.Minute
+	maxHubs     = 8
+	maxEntities = 100000
+)
+
+// The modes of -mode.
+const (
+	modeLoad    = "load"
+	modeForeign = "foreign"
 )
 
 // ParseFlags parses and checks the command line.
@@ -92,6 +107,12 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&o.entityType, "type", "ApprovalRequest", "entity type watched and claimed")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "with -inproc: write the hub process's CPU profile of the load phase here")
 	fs.StringVar(&o.memProfile, "memprofile", "", "with -inproc: write the hub process's heap profile, taken with the idle sockets open, here")
+	fs.StringVar(&o.mode, "mode", modeLoad, "what to measure: "+modeLoad+" (watchers and claimers on one hub) or "+modeForeign+
+		" (changes the .NET scripts make directly in Redis, seen by watchers of -instances in-process hubs on -redis-url; -watchers is per hub, default 1)")
+	fs.IntVar(&o.instances, "instances", 2, "with -mode foreign: in-process hubs sharing -redis-url")
+	fs.IntVar(&o.entities, "entities", 200, "with -mode foreign: entities the .NET writer changes")
+	fs.IntVar(&o.changes, "changes", 500, "with -mode foreign: changes (a claim or a release) the .NET writer makes")
+	fs.Float64Var(&o.changeRate, "change-rate", 25, "with -mode foreign: changes a second, at random moments")
 	lookup := m.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -120,7 +141,31 @@ func (m *Main) ParseFlags(args []string) error {
 	case o.timeout <= 0 || o.timeout > maxTimeout:
 		return p.Name("timeout", fmt.Errorf("must be positive and at most %s", maxTimeout))
 	}
-	if !o.inproc {
+	if o.mode == modeForeign {
+		if p.From("watchers") == flagenv.Default {
+			o.watchers = 1
+		}
+		switch {
+		case o.redisURL == "":
+			return p.Name("redis-url", errForeignRedis)
+		case o.instances < 1 || o.instances > maxHubs:
+			return p.Name("instances", fmt.Errorf("must be 1 to %d", maxHubs))
+		case o.changes < 1 || o.changes > maxClaims:
+			return p.Name("changes", fmt.Errorf("must be 1 to %d", maxClaims))
+		case o.changeRate <= 0 || o.changeRate > 1000:
+			return p.Name("change-rate", errors.New("must be positive and at most 1000"))
+		case o.entities < 1 || o.entities > maxEntities:
+			return p.Name("entities", fmt.Errorf("must be 1 to %d", maxEntities))
+		case float64(o.entities) < 2*o.changeRate*entityGap.Seconds():
+			// Each entity changes at most every entityGap: with fewer entities the
+			// writer would mostly wait for one to be free.
+			return p.Name("entities", fmt.Errorf("must be at least %.0f for -change-rate %g (an entity changes at most every %s)",
+				2*o.changeRate*entityGap.Seconds(), o.changeRate, entityGap))
+		}
+	} else if o.mode != modeLoad {
+		return p.Name("mode", fmt.Errorf("must be %s or %s", modeLoad, modeForeign))
+	}
+	if !o.inproc && o.mode == modeLoad {
 		if err := loopbackURL(o.url, "ws", "wss"); err != nil {
 			return p.Name("url", err)
 		}
@@ -176,6 +221,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("the file limit is %d, %d sockets need %d", n, m.opt.watchers, need)
 	}
 	switch {
+	case m.opt.mode == modeForeign:
+		return m.runForeign(ctx)
 	case m.opt.child:
 		return m.runChild(ctx)
 	case m.opt.inproc:

@@ -17,6 +17,7 @@ import (
 	"github.com/lockhub/lockhub/hub"
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/locks/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -40,6 +41,11 @@ func TestParseFlags(t *testing.T) {
 		{"no watchers", []string{"-watchers", "0"}, false},
 		{"over the socket rate", []string{"-claimers", "1", "-rate", "21"}, false},
 		{"timeout unbounded", []string{"-timeout", "10h"}, false},
+		{"foreign", []string{"-mode", "foreign", "-redis-url", "redis://127.0.0.1:6390/0"}, true},
+		{"foreign without redis", []string{"-mode", "foreign"}, false},
+		{"foreign, too few entities", []string{"-mode", "foreign", "-redis-url", "redis://127.0.0.1:6390/0", "-entities", "10"}, false},
+		{"foreign, too many hubs", []string{"-mode", "foreign", "-redis-url", "redis://127.0.0.1:6390/0", "-instances", "9"}, false},
+		{"no such mode", []string{"-mode", "fast"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -148,6 +154,30 @@ func TestExternalRun(t *testing.T) {
 	report := out.String()
 	for _, want := range []string{"20 open and watching", "6 acquired, 0 failed", "240 expected, 240 received, 0 lost",
 		"socket vs direct", "machine floor"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+}
+
+// TestForeignRun: a short -mode foreign run on a real redis-server, two hubs in this
+// process, each change of the .NET scripts received once by each hub's watcher.
+func TestForeignRun(t *testing.T) {
+	srv := redistest.StartServer(t)
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut}
+	args := []string{"-mode", "foreign", "-redis-url", srv.URL(), "-changes", "12", "-change-rate", "20", "-timeout", "1m"}
+	if err := m.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if m.opt.watchers != 1 {
+		t.Fatalf("watchers per hub = %d, want 1 by default in foreign mode", m.opt.watchers)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	report := out.String()
+	for _, want := range []string{"1 per instance", "12 by the .NET scripts", "instance 0: p50", "instance 1: p50", "(n=24)", "mismatches          0"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
