@@ -34,11 +34,39 @@ func (f feed) Change(ch locks.Change) {
 	h.met.delivered.Add(float64(n))
 }
 
-// Resync asks Run for fresh snapshots: the feed was lost and is back.
-func (f feed) Resync() {
+// Resync asks Run for fresh snapshots of the tenants affected names (nil: all): the
+// feed was lost for them and is back.
+func (f feed) Resync(affected func(tenant string) bool) {
+	f.h.resyncMu.Lock()
+	if affected == nil {
+		f.h.resyncAll = true
+	} else {
+		f.h.resyncFor = append(f.h.resyncFor, affected)
+	}
+	f.h.resyncMu.Unlock()
 	select {
 	case f.h.resync <- struct{}{}:
 	default: // one is pending already
+	}
+}
+
+// takeResync returns which tenants the resyncs asked for since the last call want
+// fresh snapshots, and forgets them.
+func (h *Hub) takeResync() func(tenant string) bool {
+	h.resyncMu.Lock()
+	defer h.resyncMu.Unlock()
+	all, fs := h.resyncAll, h.resyncFor
+	h.resyncAll, h.resyncFor = false, nil
+	if all {
+		return func(string) bool { return true }
+	}
+	return func(tenant string) bool {
+		for _, f := range fs {
+			if f(tenant) {
+				return true
+			}
+		}
+		return false
 	}
 }
 
@@ -66,16 +94,21 @@ func (h *Hub) resyncLoop(ctx context.Context) {
 		case <-h.resync:
 		default:
 		}
-		h.resyncAll(ctx)
+		h.resyncTenants(ctx, h.takeResync())
 	}
 }
 
-// resyncAll snapshots every watched (tenant, type), holding its events meanwhile.
-func (h *Hub) resyncAll(ctx context.Context) {
+// resyncTenants snapshots every watched (tenant, type) of the tenants affected names,
+// holding its events meanwhile. Watchers of other tenants are left alone: their
+// events kept flowing.
+func (h *Hub) resyncTenants(ctx context.Context, affected func(tenant string) bool) {
 	h.met.resyncs.Inc()
 	for key, conns := range h.watchedNow() {
 		if ctx.Err() != nil {
 			return
+		}
+		if !affected(key.tenant) {
+			continue
 		}
 		starts := make([]int, len(conns))
 		for i, c := range conns {

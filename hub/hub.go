@@ -50,9 +50,12 @@ type Hub struct {
 	pendingAuth atomic.Int64   // of them, not yet authenticated (MaxPendingAuth)
 	limitWarn   rate.Sometimes // one warning about a refused handshake per interval
 	resync      chan struct{}  // capacity 1: the feed asks Run for a resync
-	rel         *releaser      // release-on-disconnect timers, run by Run
-	instance    string         // this instance's id in the liveness records
-	held        *holdings      // changes to this instance's holdings, written by Run
+	resyncMu    sync.Mutex
+	resyncAll   bool                       // guarded by resyncMu; a resync of every tenant is asked
+	resyncFor   []func(tenant string) bool // guarded by resyncMu; or of the tenants these name
+	rel         *releaser                  // release-on-disconnect timers, run by Run
+	instance    string                     // this instance's id in the liveness records
+	held        *holdings                  // changes to this instance's holdings, written by Run
 }
 
 // New returns a Hub, or an error when cfg is invalid.

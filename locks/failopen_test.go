@@ -169,6 +169,35 @@ func TestClusterFailover(t *testing.T) {
 	}
 	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "replica-dead"}, ada, ""))
 
+	// A tenant on another master keeps its live events through the failover: no
+	// gap, no resync. Its changes go on every few milliseconds meanwhile.
+	calm := ""
+	for i := 0; calm == ""; i++ {
+		if tn := fmt.Sprintf("calm-%d", i); cl.MasterForSlot(t, redistest.Slot("{"+tn+"}")) != cl.MasterForSlot(t, slot) {
+			calm = tn
+		}
+	}
+	waitFeed(t, s, rec, calm)
+	calmCtx, stopCalm := context.WithCancel(ctx)
+	calmDone := make(chan int)
+	go func() {
+		n := 0
+		defer func() { calmDone <- n }()
+		for calmCtx.Err() == nil {
+			ref := Ref{calm, "ApprovalRequest", "c-1"}
+			var r Result
+			if n%2 == 0 {
+				r, _ = s.Claim(calmCtx, ref, ada, "")
+			} else {
+				r, _ = s.Release(calmCtx, ref, ada, "")
+			}
+			if r.Outcome == protocol.OutcomeAcquired || r.Outcome == protocol.OutcomeReleased {
+				n++
+			}
+			sleepCtx(calmCtx, 10*time.Millisecond)
+		}
+	}()
+
 	killed := time.Now()
 	cl.KillMaster(t, slot)
 	n := 0
@@ -196,6 +225,30 @@ func TestClusterFailover(t *testing.T) {
 	redistest.Eventually(t, "events flow after the failover", func() bool {
 		s.Claim(ctx, ref, ada, "")
 		return len(rec.of(tenant, ref.UID)) > 0
+	})
+	stopCalm()
+	made := <-calmDone
+	redistest.Eventually(t, "every change of the calm tenant delivered", func() bool { return len(rec.of(calm, "c-1")) >= made })
+	if got := len(rec.of(calm, "c-1")); got != made || made < 10 {
+		t.Fatalf("the calm tenant made %d changes during the failover, the feed delivered %d", made, got)
+	}
+	if !rec.resyncedFor(tenant) {
+		t.Fatal("no resync named the failed master's tenant")
+	}
+	if rec.resyncedFor(calm) {
+		t.Fatal("a tenant of a healthy master was resynced: the whole feed was rebuilt")
+	}
+}
+
+// waitFeed claims and releases a probe of tenant until rec has seen it.
+func waitFeed(t *testing.T, s *Store, rec *recorder, tenant string) {
+	t.Helper()
+	ctx := ctxT(t)
+	probe := Ref{tenant, "ApprovalRequest", "probe"}
+	redistest.Eventually(t, "the feed delivers "+tenant, func() bool {
+		s.Claim(ctx, probe, ada, "")
+		s.Release(ctx, probe, ada, "")
+		return len(rec.of(tenant, "probe")) > 0
 	})
 }
 

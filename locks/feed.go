@@ -47,9 +47,11 @@ type Change struct {
 type FeedHandler interface {
 	// Change delivers one change. Changes of one entity arrive in order.
 	Change(Change)
-	// Resync says that a subscription was lost and is back: changes may have been
-	// missed, and watchers need fresh snapshots.
-	Resync()
+	// Resync says that a subscription was lost and is back: changes of the tenants
+	// for which affected reports true may have been missed, and their watchers need
+	// fresh snapshots. A nil affected means every tenant. affected is safe for
+	// concurrent use and never changes.
+	Resync(affected func(tenant string) bool)
 }
 
 const channelPrefix = "lockhub:ev:{"
@@ -162,9 +164,13 @@ func (s *Store) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, su
 				onPong()
 			}
 		case *redis.Subscription:
+			if !survive && m.Kind == "sunsubscribe" {
+				// Redis drops a shard channel whose slot moved to another master.
+				return fmt.Errorf("locks: the server unsubscribed %s (its slot moved)", m.Channel)
+			}
 			if lost {
 				s.log.LogAttrs(ctx, slog.LevelInfo, "lock change feed is back")
-				h.Resync()
+				h.Resync(nil)
 			}
 			lost, backoff = false, feedBackoffMin
 		case *redis.Message:
@@ -197,77 +203,145 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// runClusterFeed subscribes to every slot's channel, one connection per master, and
-// rebuilds all of it from the current slot map whenever any connection fails (a
-// failover moves slots, and go-redis would resubscribe every slot in one SSUBSCRIBE,
-// which Redis refuses).
+// runClusterFeed subscribes to every slot's channel, one connection per master, until
+// ctx is done. When a connection fails (its master died, or a slot moved away from it)
+// only the slots it served are subscribed again, on whichever masters serve them now
+// (go-redis would resubscribe every channel of a PubSub in one SSUBSCRIBE, which Redis
+// refuses across slots), and h.Resync names only the tenants of those slots: the other
+// masters' connections, and their tenants' live events, are not disturbed.
 func (s *Store) runClusterFeed(ctx context.Context, h FeedHandler) {
+	type shard struct {
+		slots []int
+		err   error
+	}
+	done := make(chan shard)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	pending := make([]int, slotCount)
+	for i := range pending {
+		pending[i] = i
+	}
+	first := true
 	backoff := feedBackoffMin
-	for first := true; ; first = false {
-		err := s.clusterFeedOnce(ctx, h, !first)
-		if ctx.Err() != nil {
-			return
+	for {
+		// Group the pending slots by the master that serves each now; a slot that moves
+		// meanwhile answers MOVED to its SSUBSCRIBE, and comes back here.
+		groups, unknown, err := s.slotsByMaster(ctx, pending)
+		if err != nil && ctx.Err() == nil {
+			s.feedLost(ctx, err)
 		}
-		s.feedLost(ctx, err)
-		if !sleepCtx(ctx, backoff) {
-			return
+		for _, g := range groups {
+			resync := !first
+			wg.Go(func() {
+				err := s.subscribeSlots(ctx, g.node, g.slots, h, resync)
+				select {
+				case done <- shard{g.slots, err}:
+				case <-ctx.Done():
+				}
+			})
 		}
-		backoff = min(backoff*2, feedBackoffMax)
-		s.cluster.ReloadState(ctx)
+		pending, first = unknown, false
+		if len(pending) > 0 { // the slot map did not name a master for them yet
+			if !sleepCtx(ctx, backoff) {
+				return
+			}
+			backoff = min(backoff*2, feedBackoffMax)
+			s.cluster.ReloadState(ctx)
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case sh := <-done:
+			if ctx.Err() != nil {
+				return
+			}
+			s.feedLost(ctx, sh.err)
+			pending = append(pending, sh.slots...)
+			// Gather the shards that fail together (one master's death), then look
+			// again at the slot map.
+			if !sleepCtx(ctx, backoff) {
+				return
+			}
+			for more := true; more; {
+				select {
+				case sh := <-done:
+					pending = append(pending, sh.slots...)
+				default:
+					more = false
+				}
+			}
+			backoff = min(backoff*2, feedBackoffMax)
+			s.cluster.ReloadState(ctx)
+		}
 	}
 }
 
-// clusterFeedOnce subscribes once and receives until a connection fails or ctx ends.
-// With resync, h.Resync is called once every subscription is back.
-func (s *Store) clusterFeedOnce(ctx context.Context, h FeedHandler, resync bool) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	// Group the slots' channels by the master that serves them now; a slot that moves
-	// meanwhile answers MOVED to its SSUBSCRIBE, and everything is rebuilt.
-	nodes := map[string]*redis.Client{}
-	byMaster := map[string][]string{}
-	for slot := range slotCount {
-		ch := channelPrefix + s.tags[slot] + "}"
-		node, err := s.cluster.MasterForKey(ctx, ch)
-		if err != nil {
-			return err
+type slotGroup struct {
+	node  *redis.Client
+	slots []int
+}
+
+// slotsByMaster groups slots by the master that serves them in the client's slot map;
+// unknown are those it names no master for.
+func (s *Store) slotsByMaster(ctx context.Context, slots []int) (groups []slotGroup, unknown []int, err error) {
+	byAddr := map[string]int{}
+	for _, slot := range slots {
+		node, e := s.cluster.MasterForKey(ctx, s.slotChannel(slot))
+		if e != nil {
+			unknown, err = append(unknown, slot), e
+			continue
 		}
 		addr := node.Options().Addr
-		nodes[addr] = node
-		byMaster[addr] = append(byMaster[addr], ch)
+		i, ok := byAddr[addr]
+		if !ok {
+			i = len(groups)
+			byAddr[addr] = i
+			groups = append(groups, slotGroup{node: node})
+		}
+		groups[i].slots = append(groups[i].slots, slot)
 	}
-	var wg sync.WaitGroup
-	var ready sync.WaitGroup
-	for addr, chans := range byMaster {
-		ps := nodes[addr].SSubscribe(ctx)
-		ready.Add(1)
-		wg.Go(func() {
-			once := sync.OnceFunc(ready.Done)
-			defer once()
-			for _, ch := range chans {
-				if err := ps.SSubscribe(ctx, ch); err != nil {
-					ps.Close()
-					cancel(err)
-					return
-				}
-			}
-			// Ready once Redis has answered every SSUBSCRIBE: only then may watchers
-			// take fresh snapshots without missing a change made in between.
-			if err := ps.Ping(ctx, "subscribed"); err != nil {
-				ps.Close()
-				cancel(err)
-				return
-			}
-			cancel(s.receive(ctx, ps, h, false, once))
-		})
+	return groups, unknown, err
+}
+
+// slotChannel is the sharded channel of a slot.
+func (s *Store) slotChannel(slot int) string { return channelPrefix + s.tags[slot] + "}" }
+
+// subscribeSlots subscribes to the channels of slots on node, one SSUBSCRIBE per slot
+// (a SSUBSCRIBE may not span slots), and receives until the connection fails or ctx
+// ends; it returns why. With resync, h.Resync names the slots' tenants once every
+// SSUBSCRIBE took effect: only then may watchers take fresh snapshots without missing
+// a change made in between.
+func (s *Store) subscribeSlots(ctx context.Context, node *redis.Client, slots []int, h FeedHandler, resync bool) error {
+	ps := node.SSubscribe(ctx)
+	for _, slot := range slots {
+		if err := ps.SSubscribe(ctx, s.slotChannel(slot)); err != nil {
+			ps.Close()
+			return err
+		}
 	}
-	ready.Wait()
-	if resync && context.Cause(ctx) == nil {
-		h.Resync()
-	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	if err := ps.Ping(ctx, "subscribed"); err != nil {
+		ps.Close()
 		return err
 	}
-	return errors.New("locks: feed connection closed")
+	onReady := func() {}
+	if resync {
+		set := make([]bool, slotCount)
+		for _, slot := range slots {
+			set[slot] = true
+		}
+		onReady = sync.OnceFunc(func() {
+			s.log.LogAttrs(ctx, slog.LevelInfo, "lock change feed is back for some slots", slog.Int("slots", len(slots)),
+				slog.String("master", node.Options().Addr))
+			h.Resync(func(tenant string) bool { return set[crc16(tenant)%slotCount] })
+		})
+	}
+	err := s.receive(ctx, ps, h, false, onReady)
+	if err == nil {
+		err = errors.New("locks: feed connection closed")
+	}
+	return err
 }

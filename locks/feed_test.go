@@ -20,6 +20,8 @@ type recorder struct {
 	mu      sync.Mutex
 	changes []Change
 	resyncs int
+	// resynced are the tenants each Resync named (nil: every tenant).
+	resynced []func(tenant string) bool
 }
 
 func (r *recorder) Change(c Change) {
@@ -28,10 +30,23 @@ func (r *recorder) Change(c Change) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) Resync() {
+func (r *recorder) Resync(affected func(tenant string) bool) {
 	r.mu.Lock()
 	r.resyncs++
+	r.resynced = append(r.resynced, affected)
 	r.mu.Unlock()
+}
+
+// resyncedFor reports whether a Resync named tenant.
+func (r *recorder) resyncedFor(tenant string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.resynced {
+		if f == nil || f(tenant) {
+			return true
+		}
+	}
+	return false
 }
 
 // of returns the events received for one entity, in order.
