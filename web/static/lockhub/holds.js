@@ -522,6 +522,11 @@ export class Holds {
         }
         if (!e.want || e.status === 'takenOver' || e.status === 'released') return;
         if (ev.op === 'Released' && mine && e.status === 'held') {
+          // About an older lock of mine (the hub found late that Redis lost it, and
+          // this page has claimed it again since): nothing to do.
+          if (e.lock && !newerThan(ev.lock, e.lock)) return;
+          // A claim is on its way (a reconnect): its answer says whose it is.
+          if (e.claiming) return;
           // Mine, released by someone else: the record was decided in another app, or
           // an administrator or another tab let it go. Claiming it back would snatch
           // it from whoever waits for it: read-only, like a takeover.
