@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -131,4 +132,32 @@ func TestCluster(t *testing.T) {
 			noEvent(t, watchers[tn])
 		}
 	})
+}
+
+// TestResyncOfSomeTenants: when the feed was lost for some tenants only (one cluster
+// master failed over), only their watchers get fresh snapshots; the others' events
+// kept flowing and they are left alone.
+func TestResyncOfSomeTenants(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	ctx := tctx(t)
+	acme, _ := th.dial("acme", "u-w")
+	globex, _ := th.dial("globex", "u-w")
+	for _, w := range []*protocol.Client{acme, globex} {
+		if _, err := w.Watch(ctx, typ); err != nil {
+			t.Fatal(err)
+		}
+	}
+	th.hub.resyncTenants(ctx, func(tenant string) bool { return tenant == "acme" })
+	f, err := acme.NextFrame(ctx)
+	if err != nil || f.Snapshot == nil || f.ID != "" {
+		t.Fatalf("acme's watcher got %s, %v; want an unsolicited snapshot", f.Raw, err)
+	}
+	// Every snapshot of the resync is queued; one for globex would be read before the
+	// barrier's answer, and be waiting now.
+	barrier(t, globex)
+	quick, cancel := context.WithTimeout(ctx, time.Millisecond)
+	defer cancel()
+	if f, err := globex.NextFrame(quick); err == nil {
+		t.Fatalf("globex's watcher got %s; its tenant's feed was never lost", f.Raw)
+	}
 }
