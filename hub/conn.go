@@ -62,6 +62,12 @@ type conn struct {
 	finished  bool                      // guarded by mu; run is joining: start no goroutine
 	wg        sync.WaitGroup            // handler, writer, closer; Add under mu while !finished
 	shut      atomic.Bool               // closeCode != 0, for the writer's check between frames
+	// The heartbeat, also a probe of reading (see probe): all guarded by mu.
+	pinging  bool      // a Ping waits for its Pong
+	probing  bool      // pingTime is armed early, for a probe
+	unread   bool      // frames were written since the last Pong: the client has data to read
+	late     bool      // of them, some were written after the waiting Ping
+	lastPong time.Time // when the last Pong came (or the socket opened)
 }
 
 // inFrame is one frame read from the client.
@@ -98,6 +104,9 @@ func (c *conn) run() {
 	c.authTime = time.AfterFunc(c.h.cfg.AuthTimeout, func() {
 		c.closeWith(protocol.CloseAuthTimeout, reasonAuthTimeout)
 	})
+	c.mu.Lock()
+	c.lastPong = time.Now()
+	c.mu.Unlock()
 	c.pingTime = time.AfterFunc(c.h.cfg.PingEvery, c.heartbeat)
 	c.readLoop()
 	c.teardown()
@@ -148,15 +157,19 @@ func (c *conn) teardown() {
 }
 
 // heartbeat pings the client (PROTOCOL.md §4, "Heartbeat") on a goroutine joined by
-// run: a Pong within PongTimeout schedules the next Ping; none cuts the connection
-// without a close handshake (a peer that does not answer a Ping does not answer a
-// Close either), and its locks follow the release grace. Run by pingTime.
+// run: a Pong within PongTimeout schedules the next Ping. Without one, a client that
+// had frames to read (written since its last Pong) has stopped reading, and
+// is closed as too slow a reader, 4429, its close frame queued behind what it has not
+// read; one that had nothing to read is a dead peer, cut without a close handshake (a
+// peer that does not answer a Ping does not answer a Close either). Either way its
+// locks follow the release grace. Run by pingTime.
 func (c *conn) heartbeat() {
 	c.mu.Lock()
-	if c.closeCode != 0 || c.finished {
+	if c.closeCode != 0 || c.finished || c.pinging {
 		c.mu.Unlock()
 		return
 	}
+	c.pinging, c.probing, c.late = true, false, false
 	c.wg.Add(1)
 	c.mu.Unlock()
 	go func() {
@@ -164,16 +177,81 @@ func (c *conn) heartbeat() {
 		ctx, cancel := context.WithTimeout(c.h.ctx, c.h.cfg.PongTimeout)
 		defer cancel()
 		err := c.ws.Ping(ctx) // the reader reads the Pong
+		c.mu.Lock()
+		c.pinging = false
+		unread, late := c.unread, c.late
+		if err == nil {
+			// The Pong came after everything written before the Ping: read. What was
+			// written after it is checked by the next probe.
+			c.lastPong, c.unread = time.Now(), late
+			if late {
+				c.armProbeLocked()
+			}
+		}
+		c.mu.Unlock()
 		switch {
 		case err == nil:
-			c.pingTime.Reset(c.h.cfg.PingEvery)
+			if !late {
+				c.pingTime.Reset(c.h.cfg.PingEvery)
+			}
 		case errors.Is(err, context.DeadlineExceeded) && !c.closing():
 			c.h.met.limits.WithLabelValues(limitPong).Inc()
+			if unread {
+				c.h.log.LogAttrs(c.h.ctx, slog.LevelInfo, "socket closed: it stopped reading",
+					slog.String("conn", c.id), slog.Duration("waited", c.h.cfg.PongTimeout))
+				c.tooSlow(slowRead)
+				// Its close frame goes behind what it did not read, where the kernel has
+				// room; it will not echo it (it does not read), so do not wait the
+				// handshake out: cut once the frame had time to be written.
+				t := time.NewTimer(closeFrameGrace)
+				select {
+				case <-t.C:
+				case <-c.h.ctx.Done():
+					t.Stop()
+				}
+				c.abort()
+				return
+			}
 			c.h.log.LogAttrs(c.h.ctx, slog.LevelInfo, "socket cut: no Pong in time",
 				slog.String("conn", c.id), slog.Duration("waited", c.h.cfg.PongTimeout))
 			c.abort()
 		} // else the socket is closing or closed already
 	}()
+}
+
+// closeFrameGrace is how long a socket that stopped reading has for its close frame to
+// be written, before it is cut.
+const closeFrameGrace = time.Second
+
+// probeGap is how soon after the last Pong written frames are followed by a probe:
+// a fifth of PongTimeout (2 s by default).
+func (c *conn) probeGap() time.Duration { return c.h.cfg.PongTimeout / 5 }
+
+// probe follows written frames with a Ping, unless one is on its way or armed, at most
+// one probeGap after the last Pong: a client that stopped reading answers no Ping,
+// however much the kernels buffer, so it is found within probeGap + PongTimeout of
+// the first frame it left unread (about 12 s by default), not when the buffers fill.
+// Called by the writer after each batch.
+func (c *conn) probe() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closeCode != 0 || c.finished {
+		return
+	}
+	c.unread = true
+	if c.pinging {
+		c.late = true
+		return
+	}
+	c.armProbeLocked()
+}
+
+func (c *conn) armProbeLocked() {
+	if c.probing {
+		return
+	}
+	c.probing = true
+	c.pingTime.Reset(max(time.Until(c.lastPong.Add(c.probeGap())), 0))
 }
 
 // abort cuts the connection without a close handshake: for a Shutdown whose ctx ran out.

@@ -44,6 +44,7 @@ const (
 const (
 	slowQueue = "queue" // the bounded send queue overflowed
 	slowWrite = "write" // one frame could not be written within WriteTimeout
+	slowRead  = "read"  // frames were written, and no Pong came: the client stopped reading
 )
 
 func newMetrics(reg prometheus.Registerer) *metrics {

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -63,14 +65,61 @@ func TestSlowReader(t *testing.T) {
 	wantEvent(t, fast, protocol.OpAcquired, "after")
 }
 
+// TestStalledReader: a watcher that stops reading, while the kernels have room for
+// everything sent to it (default buffers, a few small events), is found by the Ping
+// that follows the frames it left unread, and closed with 4429 within about
+// PongTimeout of them, not when the buffers fill; reading again, it finds the close
+// frame after its events.
+func TestStalledReader(t *testing.T) {
+	const pongTimeout = 400 * time.Millisecond
+	th, _ := startReal(t, hubOptions{hub: func(c *Config) { c.PongTimeout = pongTimeout }})
+	ctx := tctx(t)
+	stalled := dialWatcher(t, th, 0)
+	claimer, _ := th.dial("acme", "u-claimer")
+	expect(t, protocol.OutcomeAcquired)(claimer.Claim(ctx, typ, "r-1")) // the frame it leaves unread
+	unread := time.Now()
+	redistest.Within(t, 3*pongTimeout, "the stalled reader closed", func() error {
+		if th.metric("lockhub_hub_slow_disconnects_total", "reason=read") != 1 {
+			return errors.New("still open")
+		}
+		return nil
+	})
+	t.Logf("closed %v after the frame it did not read", time.Since(unread).Round(time.Millisecond))
+	if code := drain(t, stalled); code != protocol.CloseTooMany {
+		t.Fatalf("stalled reader closed with %d, want 4429", code)
+	}
+	// A watcher that reads stays, however long it watches.
+	reader, _ := th.dial("acme", "u-reader")
+	if _, err := reader.Watch(ctx, typ); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		expect(t, protocol.OutcomeAcquired)(claimer.Claim(ctx, typ, "k-"+itoa(i)))
+		wantEvent(t, reader, protocol.OpAcquired, "k-"+itoa(i))
+		if _, err := reader.Ping(ctx); err != nil { // let Pings and Pongs go round
+			t.Fatal(err)
+		}
+	}
+	if got := th.metric("lockhub_hub_slow_disconnects_total", "reason=read"); got != 1 {
+		t.Fatalf("%v sockets closed for not reading, want only the stalled one", got)
+	}
+}
+
 // dialSlow opens a raw socket with a tiny receive buffer, authenticates it, watches
 // the type, and stops reading.
-func dialSlow(t *testing.T, th *testHub) *websocket.Conn {
+func dialSlow(t *testing.T, th *testHub) *websocket.Conn { return dialWatcher(t, th, 4096) }
+
+// dialWatcher opens a raw socket, with a receive buffer of rcvbuf bytes (0: the
+// kernel's default), authenticates it, watches the type, and stops reading.
+func dialWatcher(t *testing.T, th *testHub, rcvbuf int) *websocket.Conn {
 	t.Helper()
 	d := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		if rcvbuf == 0 {
+			return nil
+		}
 		var serr error
 		err := rc.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvbuf)
 		})
 		if err != nil {
 			return err

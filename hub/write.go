@@ -106,6 +106,7 @@ func (c *conn) writeLoop() {
 			}
 			batch[i] = outFrame{} // let the frame's bytes go
 		}
+		c.probe()
 	}
 }
 
