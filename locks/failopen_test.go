@@ -238,6 +238,7 @@ func TestClusterFailover(t *testing.T) {
 	if rec.resyncedFor(calm) {
 		t.Fatal("a tenant of a healthy master was resynced: the whole feed was rebuilt")
 	}
+	t.Logf("a tenant on a healthy master made %d changes through the failover: every one delivered, no resync", made)
 }
 
 // waitFeed claims and releases a probe of tenant until rec has seen it.
