@@ -15,11 +15,11 @@ import (
 )
 
 // TestExpiryLeavesNothing: on a real redis-server, locks whose leases run out without a
-// release leave no key of any kind behind (lock:, lockidx:, lockval:, lockconn:, per
+// release leave no key of any kind behind (lock:, lockidx:, lockval:, lockseen:, lockconn:, per
 // PROTOCOL.md §1 "an idle tenant leaves nothing behind"): the lock and sockets keys die
 // with the lease, and the sweep that announces the expiry empties the index and the
-// values hash, so they go at once (the sweep leaves only lockfeed:{tenant}, which runs
-// out a minute after the last sweep). Without a sweep, the index and the values hash still
+// values and seen hashes, so they go at once (the sweep leaves only lockfeed:{tenant}, which runs
+// out a minute after the last sweep). Without a sweep, the index and the values and seen hashes still
 // carry a TTL of at most the lease plus a minute.
 //
 // The index margin (indexMargin, 30 s) is a constant, not a Config field, so the
@@ -36,7 +36,7 @@ func TestExpiryLeavesNothing(t *testing.T) {
 	}
 	s, _ := newStore(t, c, Config{Lease: lease, Registry: reg})
 	ctx := ctxT(t)
-	all := []string{"lock:", "lockidx:", "lockval:", "lockconn:"}
+	all := []string{"lock:", "lockidx:", "lockval:", "lockseen:", "lockconn:"}
 
 	// One tenant per case: the server is this test's alone.
 	type ranOut struct {
@@ -54,7 +54,7 @@ func TestExpiryLeavesNothing(t *testing.T) {
 		{"claimed over a socket", all, func(t *testing.T, tenant string) {
 			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-1"}, ada, "tab-1"))
 		}},
-		{"claimed over HTTP", []string{"lock:", "lockidx:", "lockval:"}, func(t *testing.T, tenant string) {
+		{"claimed over HTTP", []string{"lock:", "lockidx:", "lockval:", "lockseen:"}, func(t *testing.T, tenant string) {
 			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-1"}, ada, ""))
 		}},
 		{"claimed from two tabs and renewed", all, func(t *testing.T, tenant string) {
@@ -133,7 +133,7 @@ func checkLeftovers(t *testing.T, c *redis.Client, tenant string, leaseEnd time.
 		t.Fatal("no index left before any sweep")
 	}
 	for _, k := range left {
-		if !strings.HasPrefix(k, "lockidx:") && !strings.HasPrefix(k, "lockval:") {
+		if !strings.HasPrefix(k, "lockidx:") && !strings.HasPrefix(k, "lockval:") && !strings.HasPrefix(k, "lockseen:") {
 			t.Errorf("%s left after every lease ran out", k)
 			continue
 		}

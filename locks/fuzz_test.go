@@ -49,7 +49,7 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		want := redistest.Slot("{" + tenant + "}")
-		for _, key := range []string{LockKey(ref), IndexKey(tenant, typ), ValuesKey(tenant, typ), ConnsKey(ref), s.channel(tenant), cs.channel(tenant)} {
+		for _, key := range []string{LockKey(ref), IndexKey(tenant, typ), ValuesKey(tenant, typ), seenKey(tenant, typ), ConnsKey(ref), s.channel(tenant), cs.channel(tenant)} {
 			if got := redistest.Slot(key); got != want && key != s.channel(tenant) {
 				t.Fatalf("key %q is in slot %d, its tenant's is %d", key, got, want)
 			}

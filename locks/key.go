@@ -76,6 +76,13 @@ func IndexKey(tenant, entityType string) string { return "lockidx:{" + tenant + 
 // whose lock ran out. It lives and dies with the index.
 func ValuesKey(tenant, entityType string) string { return "lockval:{" + tenant + "}:" + entityType }
 
+// seenKey returns the key of the hash that keeps, per lock key whose value ValuesKey
+// holds, the index score lockhub last knew for it: lockseen:{<tenant>}:<entityType>.
+// Ours: every writer of PROTOCOL.md §1 moves the score when it changes a lock, so a
+// sweep compares scores and reads only the locks whose score moved (sweep.lua). It
+// holds the same keys as the values hash and lives and dies with it.
+func seenKey(tenant, entityType string) string { return "lockseen:{" + tenant + "}:" + entityType }
+
 // ConnsKey returns the key of the set of connection ids of the sockets that claimed
 // r's lock: lockconn:{<tenant>}:<entityType>:<entityUid>. Ours, not the contract's;
 // it lives as long as the lease (see Store.Detach).

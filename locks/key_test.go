@@ -15,6 +15,7 @@ func TestKeyShape(t *testing.T) {
 		{"lock", LockKey(ref), "lock:{acme}:ApprovalRequest:r-1001"},
 		{"index", IndexKey("acme", "ApprovalRequest"), "lockidx:{acme}:ApprovalRequest"},
 		{"values", ValuesKey("acme", "ApprovalRequest"), "lockval:{acme}:ApprovalRequest"},
+		{"seen", seenKey("acme", "ApprovalRequest"), "lockseen:{acme}:ApprovalRequest"},
 		{"conns", ConnsKey(ref), "lockconn:{acme}:ApprovalRequest:r-1001"},
 		{"uid with colons", LockKey(Ref{"t.1", "Order_v2", "a:b:c"}), "lock:{t.1}:Order_v2:a:b:c"},
 	} {

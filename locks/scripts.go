@@ -106,10 +106,10 @@ func newScript[R ~string](src string) script[R] {
 	return script[R]{redis.NewScript(preludeSrc + src)}
 }
 
-// run runs the script on the four keys of k, with pub (the prelude's arguments, see
+// run runs the script on the five keys of k, with pub (the prelude's arguments, see
 // prelude.lua) before args, and counts the changes of other programs it announced.
 func (sc script[R]) run(ctx context.Context, s *Store, k keys, pub []any, args ...any) (status R, value string, err error) {
-	reply, err := sc.Run(ctx, s.rdb, []string{k.lock, k.index, k.values, k.conns}, append(pub, args...)...).Slice()
+	reply, err := sc.Run(ctx, s.rdb, []string{k.lock, k.index, k.values, k.conns, k.seen}, append(pub, args...)...).Slice()
 	if err != nil {
 		return "", "", err
 	}

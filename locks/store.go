@@ -578,7 +578,7 @@ func (s *Store) sweep(ctx context.Context, tenant, entityType string, read bool,
 	// it finds it gone at its next tick: someone sweeps every interval.
 	skip := (every - every/10).Milliseconds()
 	args := append(s.pubArgs(tenant, now), lockKeyPrefix(tenant, entityType), head, tail, readArg, skip, feedKeyTTL.Milliseconds())
-	keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType), sweepKey(tenant, entityType), FeedKey(tenant)}
+	keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType), sweepKey(tenant, entityType), FeedKey(tenant), seenKey(tenant, entityType)}
 	reply, err := s.sc.sweep.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
 		return nil, err
@@ -654,10 +654,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.rdb.Ping(ctx).Err()
 }
 
-type keys struct{ lock, index, values, conns string }
+type keys struct{ lock, index, values, conns, seen string }
 
 func (s *Store) keys(ref Ref) keys {
-	return keys{LockKey(ref), IndexKey(ref.Tenant, ref.Type), ValuesKey(ref.Tenant, ref.Type), ConnsKey(ref)}
+	return keys{LockKey(ref), IndexKey(ref.Tenant, ref.Type), ValuesKey(ref.Tenant, ref.Type), ConnsKey(ref), seenKey(ref.Tenant, ref.Type)}
 }
 
 func (s *Store) indexTTL() int64 { return (s.lease + indexMargin).Milliseconds() }

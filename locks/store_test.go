@@ -91,13 +91,13 @@ func testOutcomes(t *testing.T, b backend) {
 					t.Fatalf("index TTL %s with a 5 min lock, want 5m..5m%s", ttl, indexMargin)
 				}
 				expect(t, protocol.OutcomeReleased)(s.Release(ctx, z, grace, ""))
-				for _, k := range []string{idx, ValuesKey(tenant, "ApprovalRequest")} {
+				for _, k := range []string{idx, ValuesKey(tenant, "ApprovalRequest"), seenKey(tenant, "ApprovalRequest")} {
 					if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 || ttl > time.Minute+indexMargin {
 						t.Fatalf("%s TTL %s after the 5 min lock went, want at most the 1 min lock's + %s", k, ttl, indexMargin)
 					}
 				}
 				expect(t, protocol.OutcomeReleased)(short.Release(ctx, a, ada, ""))
-				if n := c.Exists(ctx, idx, ValuesKey(tenant, "ApprovalRequest")).Val(); n != 0 {
+				if n := c.Exists(ctx, idx, ValuesKey(tenant, "ApprovalRequest"), seenKey(tenant, "ApprovalRequest")).Val(); n != 0 {
 					t.Fatalf("an index without locks is left behind (%d keys)", n)
 				}
 			})

@@ -4,6 +4,8 @@
 -- KEYS[2]  index key    lockidx:{tenant}:type   (sorted set: lock key -> expiry, Unix ms)
 -- KEYS[3]  values key   lockval:{tenant}:type   (hash: lock key -> value last announced)
 -- KEYS[4]  sockets key  lockconn:{tenant}:type:uid (set: ids of the sockets that claimed it)
+-- KEYS[5]  seen key     lockseen:{tenant}:type  (sorted set: lock key -> its index score last known;
+--          optional: see prelude.lua)
 -- ARGV[1..6]  the event to publish, the clock, the index margin: see prelude.lua
 -- ARGV[7]  holder oid of the caller
 -- ARGV[8]  the new lock value, JSON built by Go
@@ -26,8 +28,10 @@ end
 redis.call('SET', KEYS[1], ARGV[8], 'PX', ARGV[9])
 redis.call('ZADD', KEYS[2], ARGV[10], KEYS[1])
 redis.call('HSET', KEYS[3], KEYS[1], ARGV[8])
+see(KEYS[1], ARGV[10])
 extend(KEYS[2], ARGV[11])
 extend(KEYS[3], ARGV[11])
+if seen then extend(seen, ARGV[11]) end
 redis.call('DEL', KEYS[4]) -- sockets of a lease that ran out
 attach(KEYS[4], ARGV[12], ARGV[9])
 publish('Acquired', ARGV[8])

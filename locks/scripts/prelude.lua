@@ -7,8 +7,12 @@
 -- ARGV[3]  message head: "<tenant>\n{\"type\":\"lock\",\"op\":\""
 -- ARGV[4]  message tail: ",\"at\":\"<RFC 3339, ms>\"}"
 -- ARGV[5]  now, Unix ms (the caller's clock, the one that wrote the index scores)
--- ARGV[6]  the index margin, ms: the index and the values hash outlive their
---          latest-expiring lock by this much (PROTOCOL.md §1)
+-- ARGV[6]  the index margin, ms: the index, the values hash and the seen set
+--          outlive their latest-expiring lock by this much (PROTOCOL.md §1)
+-- and KEYS[5], the seen set lockseen:{tenant}:type (below). A program that runs these
+-- scripts with only the four keys its header documented before lockseen existed still
+-- works: the seen set is then not kept, and the next sweep finds it out of step and
+-- compares everything once (sweep.lua).
 -- A script publishes its change event in the same atomic step as the change it makes,
 -- so no change goes unannounced and the events of one entity leave Redis in the order
 -- the changes happened. The event's lock is the stored value, byte for byte: Lua never
@@ -86,18 +90,40 @@ local function extend(key, ttl)
   if redis.call('PTTL', key) < tonumber(ttl) then redis.call('PEXPIRE', key, ttl) end
 end
 
--- settle gives the index and the values hash the expiry of the latest-expiring lock
--- left, plus the margin, or deletes them when none is left: after a release they must
--- not outlive their locks by more than the margin (extend never shortens).
+-- The seen set, KEYS[5] (nil when a caller passed only four keys): a sorted set, per
+-- lock key whose value the values hash holds, of the index score lockhub last knew for
+-- it (0: no member), a mirror of the index as lockhub last knew it. Every writer that
+-- keeps PROTOCOL.md §1's layout changes the index score when it changes a lock, so the
+-- sweep compares the index with its mirror, not values with copies, and reads a lock
+-- only where the index moved (sweep.lua). It holds exactly the keys of the values hash:
+-- every script that sets or deletes a copy sets or deletes its score in the same place,
+-- and it lives and dies with the index and the values hash.
+local seen = KEYS[5]
+
+-- see records score as the index score lockhub knows for k; unsee forgets k.
+local function see(k, score)
+  if seen then redis.call('ZADD', seen, score, k) end
+end
+
+local function unsee(k)
+  if seen then redis.call('ZREM', seen, k) end
+end
+
+-- settle gives the index, the values hash and the seen set the expiry of the
+-- latest-expiring lock left, plus the margin, or deletes them when none is left: after
+-- a release they must not outlive their locks by more than the margin (extend never
+-- shortens).
 local function settle(idx, vals)
   local top = redis.call('ZRANGE', idx, -1, -1, 'WITHSCORES')
   if #top == 0 then
     redis.call('DEL', idx, vals)
+    if seen then redis.call('DEL', seen) end
     return
   end
   local at = tonumber(top[2]) + tonumber(ARGV[6])
   redis.call('PEXPIREAT', idx, at)
   redis.call('PEXPIREAT', vals, at)
+  if seen then redis.call('PEXPIREAT', seen, at) end
 end
 
 -- attach remembers which socket claimed a lock, so a closing socket releases it only
@@ -129,9 +155,11 @@ local function announce(op, v, extra)
 end
 
 -- changed announces that key k now holds v (a lock) where the copy was c (a lock or
--- false), and keeps v as the copy.
-local function changed(k, v, c, vals)
+-- false), and keeps v as the copy and score (k's index score, or nil: read here) as
+-- its seen score.
+local function changed(k, v, c, idx, vals, score)
   redis.call('HSET', vals, k, v)
+  see(k, score or redis.call('ZSCORE', idx, k) or 0)
   if not c then
     announce('Acquired', v)
     return
@@ -150,6 +178,7 @@ local function gone(k, c, idx, vals)
   local score = redis.call('ZSCORE', idx, k)
   redis.call('ZREM', idx, k)
   redis.call('HDEL', vals, k)
+  unsee(k)
   local expiry = tonumber(score)
   if expiry == nil then
     local d = decode(c)
@@ -168,9 +197,11 @@ local function catchup(k, v, idx, vals)
     if c then gone(k, c, idx, vals) end
     return
   end
-  changed(k, v, c, vals)
+  changed(k, v, c, idx, vals)
   -- the copy lives as long as its lock, plus the margin, whatever the script does next
-  extend(vals, math.max(redis.call('PTTL', k), 0) + tonumber(ARGV[6]))
+  local ttl = math.max(redis.call('PTTL', k), 0) + tonumber(ARGV[6])
+  extend(vals, ttl)
+  if seen then extend(seen, ttl) end
 end
 
 -- ---- the script ----

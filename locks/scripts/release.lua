@@ -6,6 +6,8 @@
 -- KEYS[2]  index key    lockidx:{tenant}:type
 -- KEYS[3]  values key   lockval:{tenant}:type
 -- KEYS[4]  sockets key  lockconn:{tenant}:type:uid
+-- KEYS[5]  seen key     lockseen:{tenant}:type  (sorted set: lock key -> its index score last known;
+--          optional: see prelude.lua)
 -- ARGV[1..6]  the event to publish, the clock, the index margin: see prelude.lua
 -- ARGV[7]  holder oid of the caller
 -- ARGV[8]  id of the socket releasing it, or "" (HTTP: the lock is dropped whoever uses it)
@@ -26,6 +28,7 @@ end
 redis.call('DEL', KEYS[1], KEYS[4])
 redis.call('ZREM', KEYS[2], KEYS[1])
 redis.call('HDEL', KEYS[3], KEYS[1])
+unsee(KEYS[1])
 settle(KEYS[2], KEYS[3])
 publish('Released', v)
 return reply('released', v)

@@ -7,6 +7,8 @@
 -- KEYS[2]  index key    lockidx:{tenant}:type
 -- KEYS[3]  values key   lockval:{tenant}:type
 -- KEYS[4]  sockets key  lockconn:{tenant}:type:uid
+-- KEYS[5]  seen key     lockseen:{tenant}:type  (sorted set: lock key -> its index score last known;
+--          optional: see prelude.lua)
 -- ARGV[1..6]  the event to publish, the clock, the index margin: see prelude.lua
 -- ARGV[7]  holder oid of the caller
 -- ARGV[8]  the value Go read (exact bytes)
@@ -30,8 +32,10 @@ if v ~= ARGV[8] then return reply('raced', v) end
 redis.call('SET', KEYS[1], ARGV[9], 'PX', ARGV[10])
 redis.call('ZADD', KEYS[2], ARGV[11], KEYS[1])
 redis.call('HSET', KEYS[3], KEYS[1], ARGV[9])
+see(KEYS[1], ARGV[11])
 extend(KEYS[2], ARGV[12])
 extend(KEYS[3], ARGV[12])
+if seen then extend(seen, ARGV[12]) end
 attach(KEYS[4], ARGV[13], ARGV[10])
 publish('Renewed', ARGV[9])
 return reply('renewed', ARGV[9])
