@@ -56,6 +56,7 @@ type Hub struct {
 	rel         *releaser                  // release-on-disconnect timers, run by Run
 	instance    string                     // this instance's id in the liveness records
 	held        *holdings                  // changes to this instance's holdings, written by Run
+	snaps       snapshotReads              // the watches' snapshot reads, coalesced (snapshot.go)
 }
 
 // New returns a Hub, or an error when cfg is invalid.

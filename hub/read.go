@@ -308,7 +308,8 @@ func (c *conn) untrack(ref locks.Ref) {
 
 // watch subscribes the socket to a type and answers with its snapshot. Events of the
 // type are held from before the watcher is registered until the snapshot is queued, so
-// none is lost between the two and none overtakes the snapshot.
+// none is lost between the two and none overtakes the snapshot; the snapshot is read
+// after the registration, in a read shared with the other watches of the type.
 func (c *conn) watch(req protocol.Request) {
 	typ := req.EntityType
 	if err := c.checkType(typ); err != nil {
@@ -320,7 +321,12 @@ func (c *conn) watch(req protocol.Request) {
 		c.watched = append(c.watched, typ)
 		c.h.addWatcher(watchKey{c.ident.Tenant, typ}, c)
 	}
-	list, err := c.h.store.List(c.h.ctx, c.ident.Tenant, typ)
+	// A crowd of watches of one type shares reads, each begun after its watchers were
+	// registered (snapshot.go).
+	tenant := c.ident.Tenant
+	list, err := c.h.snaps.list(c.h.ctx, watchKey{tenant, typ}, func(ctx context.Context) ([]protocol.Lock, error) {
+		return c.h.store.List(ctx, tenant, typ)
+	})
 	if err != nil { // checked above; the store agrees
 		list = nil
 	}
