@@ -25,7 +25,8 @@
 // left, which answers them one at a time, in order. Answers and events go through a
 // bounded queue to a writer goroutine that likewise exists only while there is
 // something to write. An idle socket is thus one goroutine parked in a read, with a
-// small stack, and no timer or ctx registration of its own beyond its token's expiry.
+// small stack, and two timers: its heartbeat, and one for its auth timeout, then its
+// token's expiry.
 // A client that lets its send queue overflow is closed with 4429, so one slow reader
 // never slows the others or the feed; a frame that cannot be written within
 // WriteTimeout (a deadline on the connection) drops the socket too.

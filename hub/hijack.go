@@ -10,12 +10,15 @@ import (
 )
 
 // Buffer sizes of an upgraded connection. net/http hands a hijacked connection its own
-// 4 KiB reader and writer; client frames are small (a claim is ~100 bytes, the cap 64 KiB
-// is read through in pieces) and server frames are written whole by coder/websocket, so
-// half a KiB each is plenty, and an idle socket then costs a quarter of the buffer
-// memory (ISSUE 3's goal: at most 16 KiB of hub memory per idle authenticated socket).
+// 4 KiB reader and writer. Server frames are written whole by coder/websocket, header
+// and payload into the writer, then one flush: a frame larger than the writer takes two
+// write(2) calls, so it holds an event (~300 bytes) with room to spare. Client frames
+// are few and small (a Pong ~10 bytes, a claim ~150; the cap of 64 KiB is read through
+// in pieces, a payload larger than the buffer straight into the caller's slice), so a
+// reader of 128 bytes costs a larger one at most one more read(2), and an idle socket
+// keeps 384 bytes less (ISSUE 11: at most 12 KiB of RSS per idle authenticated socket).
 const (
-	connReadBuffer  = 512
+	connReadBuffer  = 128
 	connWriteBuffer = 512
 )
 

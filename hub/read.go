@@ -113,7 +113,6 @@ func (c *conn) authenticate(typ websocket.MessageType, data []byte) {
 		c.closeWith(protocol.CloseNotAuthenticated, reasonBadToken)
 		return
 	}
-	c.authTime.Stop()
 	c.mu.Lock()
 	c.ident, c.authed = id, true
 	c.mu.Unlock()
@@ -145,15 +144,32 @@ func (c *conn) verify(token string) (auth.Identity, error) {
 	return id, err
 }
 
-// armExpiry (re)starts the timer that closes the socket with 4401 TokenLeeway after its
-// token's exp, unless a refresh comes first.
+// armExpiry rearms the deadline to close the socket with 4401 TokenLeeway after its
+// token's exp, unless a refresh comes first. Handler only, once c.authed.
 func (c *conn) armExpiry() {
-	if c.expiry != nil {
-		c.expiry.Stop()
-	}
-	c.expiry = time.AfterFunc(time.Until(c.ident.Expires.Add(c.h.cfg.TokenLeeway)), func() {
+	exp := c.ident.Expires.Add(c.h.cfg.TokenLeeway)
+	c.mu.Lock()
+	c.expires = exp
+	c.mu.Unlock()
+	c.deadline.Reset(time.Until(exp))
+}
+
+// onDeadline runs when the deadline fires: before auth the socket took too long to
+// authenticate (4408); after it, its token ran out (4401). A firing before the token's
+// deadline (it lost the race with a refresh, or the wall clock lags the timer's
+// monotonic one) rearms the timer for what is left.
+func (c *conn) onDeadline() {
+	c.mu.Lock()
+	authed, exp := c.authed, c.expires
+	c.mu.Unlock()
+	switch left := time.Until(exp); {
+	case !authed:
+		c.closeWith(protocol.CloseAuthTimeout, reasonAuthTimeout)
+	case left <= 0:
 		c.closeWith(protocol.CloseNotAuthenticated, reasonExpired)
-	})
+	default:
+		c.deadline.Reset(left)
+	}
 }
 
 // frameLabel is the type label of a frame in metrics: its type when it decoded,

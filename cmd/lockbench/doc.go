@@ -10,7 +10,10 @@
 //     (must be 0);
 //   - with -inproc, the hub's memory per idle authenticated socket: heap and stacks of
 //     the hub's process, after a GC, before and after the N watchers connect, divided
-//     by N;
+//     by N; and its resident set (VmRSS of /proc/self/status) the same way, which also
+//     counts the GC's headroom and memory not yet returned to the OS (with GOGC=100
+//     about twice the live heap and stacks; GOGC and GOMEMLIMIT, if set, apply to both
+//     processes);
 //   - a claim+release over one socket against the same two calls made directly on a
 //     lock store on the same Redis, interleaved in one run, as a ratio direct/socket.
 //

@@ -82,10 +82,17 @@ type memResult struct {
 	StackPerSock  float64 `json:"stackBytesPerSocket"`
 	TotalPerSock  float64 `json:"totalBytesPerSocket"`
 	Goroutines    int     `json:"goroutinesPerSocket"`
+	// What the process holds from the OS, per socket: VmRSS of /proc/self/status
+	// (0 where there is none), and the Go heap's in-use spans, the live heap plus the
+	// free space inside them that the next allocations fill.
+	RSSPerSocket       float64 `json:"rssBytesPerSocket"`
+	HeapInusePerSocket float64 `json:"heapInuseBytesPerSocket"`
 }
 
 type memSample struct {
 	heap, stack uint64
+	heapInuse   uint64
+	rss         uint64 // VmRSS, bytes
 	goroutines  int
 }
 
@@ -96,7 +103,28 @@ func sampleMemory() memSample {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return memSample{heap: m.HeapAlloc, stack: m.StackInuse, goroutines: runtime.NumGoroutine()}
+	return memSample{heap: m.HeapAlloc, stack: m.StackInuse, heapInuse: m.HeapInuse,
+		rss: readRSS(), goroutines: runtime.NumGoroutine()}
+}
+
+// readRSS returns the process's resident set (VmRSS of /proc/self/status) in bytes, or 0
+// where /proc is not there. It counts what the Go runtime took from the OS and has not
+// returned, live or not; the kernel's socket buffers are not in it.
+func readRSS() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // runInproc starts a hub, measures the socket/direct ratio against it, then runs the
@@ -149,6 +177,8 @@ func (m *Main) runInproc(ctx context.Context) error {
 			mem.HeapPerSocket = (float64(after.heap) - float64(before.heap)) / float64(sockets)
 			mem.StackPerSock = (float64(after.stack) - float64(before.stack)) / float64(sockets)
 			mem.TotalPerSock = mem.HeapPerSocket + mem.StackPerSock
+			mem.HeapInusePerSocket = (float64(after.heapInuse) - float64(before.heapInuse)) / float64(sockets)
+			mem.RSSPerSocket = (float64(after.rss) - float64(before.rss)) / float64(sockets)
 			mem.Goroutines = (after.goroutines - before.goroutines) / sockets
 		}
 	})

@@ -16,6 +16,7 @@ const (
 	goalRatio       = 0.4
 	goalEventP99Ms  = 100
 	goalBytesSocket = 16 << 10
+	goalRSSSocket   = 12 << 10 // ISSUE 11
 	goalWatchers    = 10000
 )
 
@@ -41,6 +42,8 @@ func (m *Main) report(md mode, ratio *ratioResult, mem *memResult, res loadResul
 		fmt.Fprintf(w, "hub memory          %.0f bytes per idle authenticated watching socket (heap %.0f + stacks %.0f; %d sockets, %d goroutines each)%s\n",
 			mem.TotalPerSock, mem.HeapPerSocket, mem.StackPerSock, mem.Sockets, mem.Goroutines,
 			verdict(true, mem.TotalPerSock <= goalBytesSocket, "goal <= 16 KiB"))
+		fmt.Fprintf(w, "hub RSS             %.0f bytes per idle authenticated watching socket (VmRSS after - before; heap spans in use %.0f)%s\n",
+			mem.RSSPerSocket, mem.HeapInusePerSocket, verdict(mem.RSSPerSocket > 0, mem.RSSPerSocket <= goalRSSSocket, "goal <= 12 KiB"))
 	} else {
 		fmt.Fprintf(w, "hub memory          not measured (run with -inproc)\n")
 	}
