@@ -510,6 +510,61 @@ func TestClient(t *testing.T) {
 		}
 	})
 
+	// A hub going away (1001) sends all its clients elsewhere at once: the first
+	// reconnect of each is spread uniformly over goingAwaySpreadMs (default 2 s), later
+	// ones and other closes back off as before. Math.random is stubbed in the page, so
+	// each delay is known exactly and the test cannot flake on a draw.
+	t.Run("FirstReconnectAfter1001IsSpread", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		c := e.start(t, `{}`, welcomeOpts{})
+		lastClose := func(code int) float64 {
+			t.Helper()
+			expr := fmt.Sprintf(`(stateLog.filter((s) => s.state === 'reconnecting' && s.code === %d).at(-1) ?? {}).retryInMs ?? -1`, code)
+			waitFor(t, e.tab, "reconnecting", expr+` >= 0`, 5*time.Second, `JSON.stringify(stateLog)`)
+			return eval[float64](t, e.tab, expr)
+		}
+		for i, r := range []float64{0.75, 0.9999} {
+			eval[bool](t, e.tab, fmt.Sprintf(`(Math.random = () => %v, stateLog.length = 0, true)`, r))
+			closed := time.Now()
+			_ = c.c.Close(websocket.StatusGoingAway, "shutting down") // the delay below is the check
+			want := float64(int(2000 * r))
+			if got := lastClose(1001); got != want {
+				t.Fatalf("close %d: first reconnect after 1001 in %v ms, want %v (2000 × %v)", i, got, want, r)
+			}
+			// The spread is waited for: the harness's backoff alone would be under 50 ms.
+			e.hub.noConnection(t, time.Duration(want-300)*time.Millisecond)
+			c = e.hub.accept(t)
+			if d := time.Since(closed); d < time.Duration(want)*time.Millisecond {
+				t.Errorf("close %d: reconnected after %v, before the %v ms drawn", i, d, want)
+			}
+			c.handshake(t, welcomeOpts{})
+			waitFor(t, e.tab, "open again", `client.state.state === 'open'`, 5*time.Second, `JSON.stringify(stateLog)`)
+		}
+		// A close that is not 1001 keeps the backoff: base 50 ms in the harness.
+		c.shut()
+		if got := lastClose(1006); got != 49 {
+			t.Fatalf("reconnect after 1006 in %v ms, want 49 (50 × 0.9999)", got)
+		}
+		c = e.hub.accept(t)
+		// A failed first reconnect after 1001 backs off from there, not spread again.
+		c.handshake(t, welcomeOpts{})
+		waitFor(t, e.tab, "open again", `client.state.state === 'open'`, 5*time.Second, `JSON.stringify(stateLog)`)
+		eval[bool](t, e.tab, `(Math.random = () => 0.5, stateLog.length = 0, true)`)
+		_ = c.c.Close(websocket.StatusGoingAway, "shutting down") // the delays below are the check
+		if got := lastClose(1001); got != 1000 {
+			t.Fatalf("first reconnect after 1001 in %v ms, want 1000", got)
+		}
+		c = e.hub.accept(t)
+		c.shut() // before any welcome
+		if got := lastClose(1006); got != 50 {
+			t.Fatalf("second attempt after 1001 in %v ms, want 50 (backoff attempt 1: 100 × 0.5)", got)
+		}
+		c = e.hub.accept(t)
+		c.handshake(t, welcomeOpts{})
+		waitFor(t, e.tab, "open again", `client.state.state === 'open'`, 5*time.Second, `JSON.stringify(stateLog)`)
+	})
+
 	t.Run("NoReconnectAfter4403", func(t *testing.T) {
 		t.Parallel()
 		e := newClientEnv(t, browser)

@@ -63,6 +63,12 @@ import { Watches } from './watches.js';
  * @property {number} [backoffBaseMs]  first reconnect delay cap. Default 500.
  * @property {number} [backoffMaxMs]   largest reconnect delay. Default 10000: an interactive page
  *   should not sit offline for long after its hub is back.
+ * @property {number} [goingAwaySpreadMs] after the hub closes with 1001 (going away), the
+ *   first reconnect waits a uniform random delay in [0, goingAwaySpreadMs). Default 2000: every
+ *   client of a stopping instance reconnects at once, and spread over 2 s a crowd of 10,000
+ *   arrives at 5,000 sockets/s, about what one instance sets up (README, Benchmarks), while
+ *   nobody waits longer than 2 s, far within the release grace. Later attempts back off as
+ *   after any drop.
  * @property {number} [refreshBeforeMs] refresh the token this long before it expires. Default 30000.
  * @property {number} [requestTimeoutMs] an unanswered request fails after this. Default 15000.
  * @property {number} [unknownRetryMs] retry a claim answered `unknown` after this. Default 10000.
@@ -147,6 +153,7 @@ export class LockClient {
       getToken: opts.getToken,
       backoffBaseMs: opts.backoffBaseMs ?? 500,
       backoffMaxMs: opts.backoffMaxMs ?? 10000,
+      goingAwaySpreadMs: opts.goingAwaySpreadMs ?? 2000,
       refreshBeforeMs: opts.refreshBeforeMs ?? 30000,
       requestTimeoutMs: opts.requestTimeoutMs ?? 15000,
       unknownRetryMs: opts.unknownRetryMs ?? 10000,
@@ -445,10 +452,17 @@ export class LockClient {
    * @param {number} code
    * @param {string} reason
    * @param {boolean} [now]  at once, without counting an attempt
+   * @param {number} [spreadMs]  this attempt waits a uniform random delay in [0, spreadMs)
+   *   instead of the backoff's
    */
-  #scheduleReconnect(code, reason, now = false) {
+  #scheduleReconnect(code, reason, now = false, spreadMs = 0) {
     if (this.#closed || this.#suspended || this.#reconnectTimer !== undefined) return;
-    const delay = now ? 0 : backoffDelay(this.#attempt, this.#o.backoffBaseMs, this.#o.backoffMaxMs);
+    let delay = 0;
+    if (!now) {
+      delay = spreadMs > 0
+        ? backoffDelay(0, spreadMs, spreadMs) // full jitter over the spread
+        : backoffDelay(this.#attempt, this.#o.backoffBaseMs, this.#o.backoffMaxMs);
+    }
     if (!now) this.#attempt++;
     this.#setState({ state: 'reconnecting', attempt: this.#attempt, retryInMs: delay, code, reason });
     this.#reconnectTimer = setTimeout(() => void this.#open(), delay);
@@ -513,8 +527,14 @@ export class LockClient {
       this.#setState({ state: 'reconnecting', attempt: this.#attempt, code, reason });
       return;
     }
-    // A hub going away (1001) was healthy a moment ago: come back fast.
-    if (code === CloseCode.GOING_AWAY && wasAuthed) this.#attempt = 0;
+    // A hub going away (1001) was healthy a moment ago: come back soon, but not all of
+    // its clients at the same moment (the next hub would read a crowd of snapshots and
+    // tokens at once): the first attempt is spread over goingAwaySpreadMs.
+    if (code === CloseCode.GOING_AWAY && wasAuthed) {
+      this.#attempt = 0;
+      this.#scheduleReconnect(code, reason, now, this.#o.goingAwaySpreadMs);
+      return;
+    }
     this.#scheduleReconnect(code, reason, now);
   }
 
