@@ -43,6 +43,9 @@ type Main struct {
 	LookupEnv func(string) (string, bool)
 	opt       options
 	args      []string // as given, echoed in the report
+	// crowdInProcess runs -mode crowd's clients on goroutines of this process rather
+	// than in a child process: for tests, whose binary is not lockbench.
+	crowdInProcess bool
 }
 
 // options are the flags.
@@ -81,6 +84,7 @@ const (
 const (
 	modeLoad    = "load"
 	modeForeign = "foreign"
+	modeCrowd   = "crowd"
 )
 
 // ParseFlags parses and checks the command line.
@@ -108,7 +112,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "with -inproc: write the hub process's CPU profile of the load phase here")
 	fs.StringVar(&o.memProfile, "memprofile", "", "with -inproc: write the hub process's heap profile, taken with the idle sockets open, here")
 	fs.StringVar(&o.mode, "mode", modeLoad, "what to measure: "+modeLoad+" (watchers and claimers on one hub) or "+modeForeign+
-		" (changes the .NET scripts make directly in Redis, seen by watchers of -instances in-process hubs on -redis-url; -watchers is per hub, default 1)")
+		" (changes the .NET scripts make directly in Redis, seen by watchers of -instances in-process hubs on -redis-url; -watchers is per hub, default 1) or "+modeCrowd+
+		" (-watchers move at once from one in-process hub on -redis-url to another, as when the first goes away)")
 	fs.IntVar(&o.instances, "instances", 2, "with -mode foreign: in-process hubs sharing -redis-url")
 	fs.IntVar(&o.entities, "entities", 200, "with -mode foreign: entities the .NET writer changes")
 	fs.IntVar(&o.changes, "changes", 500, "with -mode foreign: changes (a claim or a release) the .NET writer makes")
@@ -162,8 +167,12 @@ func (m *Main) ParseFlags(args []string) error {
 			return p.Name("entities", fmt.Errorf("must be at least %.0f for -change-rate %g (an entity changes at most every %s)",
 				2*o.changeRate*entityGap.Seconds(), o.changeRate, entityGap))
 		}
+	} else if o.mode == modeCrowd {
+		if o.redisURL == "" {
+			return p.Name("redis-url", errCrowdRedis)
+		}
 	} else if o.mode != modeLoad {
-		return p.Name("mode", fmt.Errorf("must be %s or %s", modeLoad, modeForeign))
+		return p.Name("mode", fmt.Errorf("must be %s, %s or %s", modeLoad, modeForeign, modeCrowd))
 	}
 	if !o.inproc && o.mode == modeLoad {
 		if err := loopbackURL(o.url, "ws", "wss"); err != nil {
@@ -221,6 +230,10 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("the file limit is %d, %d sockets need %d", n, m.opt.watchers, need)
 	}
 	switch {
+	case m.opt.mode == modeCrowd && m.opt.child:
+		return m.runCrowdChild(ctx)
+	case m.opt.mode == modeCrowd:
+		return m.runCrowd(ctx)
 	case m.opt.mode == modeForeign:
 		return m.runForeign(ctx)
 	case m.opt.child:
