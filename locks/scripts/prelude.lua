@@ -109,6 +109,19 @@ local function unsee(k)
   if seen then redis.call('ZREM', seen, k) end
 end
 
+-- store writes value as the lock k for lease ms, scored at expiry in the index, as the
+-- copy in the values hash and in the seen set, and keeps those three alive at least
+-- ttl ms: what claim, renew and takeover write.
+local function store(k, idx, vals, value, lease, expiry, ttl)
+  redis.call('SET', k, value, 'PX', lease)
+  redis.call('ZADD', idx, expiry, k)
+  redis.call('HSET', vals, k, value)
+  see(k, expiry)
+  extend(idx, ttl)
+  extend(vals, ttl)
+  if seen then extend(seen, ttl) end
+end
+
 -- settle gives the index, the values hash and the seen set the expiry of the
 -- latest-expiring lock left, plus the margin, or deletes them when none is left: after
 -- a release they must not outlive their locks by more than the margin (extend never

@@ -29,13 +29,7 @@ if not v then return reply('lost', false) end
 if not holds(v, ARGV[7]) then return reply('lost', v) end
 if v ~= ARGV[8] then return reply('raced', v) end
 
-redis.call('SET', KEYS[1], ARGV[9], 'PX', ARGV[10])
-redis.call('ZADD', KEYS[2], ARGV[11], KEYS[1])
-redis.call('HSET', KEYS[3], KEYS[1], ARGV[9])
-see(KEYS[1], ARGV[11])
-extend(KEYS[2], ARGV[12])
-extend(KEYS[3], ARGV[12])
-if seen then extend(seen, ARGV[12]) end
+store(KEYS[1], KEYS[2], KEYS[3], ARGV[9], ARGV[10], ARGV[11], ARGV[12])
 attach(KEYS[4], ARGV[13], ARGV[10])
 publish('Renewed', ARGV[9])
 return reply('renewed', ARGV[9])

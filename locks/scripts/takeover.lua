@@ -28,13 +28,7 @@ if v then
   prev = decode(v)
   if prev ~= nil and prev['holderOid'] == ARGV[7] then return reply('mine', v) end
 end
-redis.call('SET', KEYS[1], ARGV[8], 'PX', ARGV[9])
-redis.call('ZADD', KEYS[2], ARGV[10], KEYS[1])
-redis.call('HSET', KEYS[3], KEYS[1], ARGV[8])
-see(KEYS[1], ARGV[10])
-extend(KEYS[2], ARGV[11])
-extend(KEYS[3], ARGV[11])
-if seen then extend(seen, ARGV[11]) end
+store(KEYS[1], KEYS[2], KEYS[3], ARGV[8], ARGV[9], ARGV[10], ARGV[11])
 redis.call('DEL', KEYS[4]) -- the previous holder's sockets no longer hold it
 attach(KEYS[4], ARGV[12], ARGV[9])
 if not v then
