@@ -35,22 +35,19 @@ func newHoldings() *holdings {
 	return &holdings{add: map[locks.Holding]struct{}{}, remove: map[locks.Holding]struct{}{}, wake: make(chan struct{}, 1)}
 }
 
-// hold records that socket conn of holder oid holds ref.
-func (hs *holdings) hold(ref locks.Ref, oid, conn string) {
-	h := locks.Holding{Ref: ref, Holder: oid, Conn: conn}
-	hs.mu.Lock()
-	delete(hs.remove, h)
-	hs.add[h] = struct{}{}
-	hs.mu.Unlock()
-	hs.poke()
-}
+// hold records that socket conn of holder oid holds ref; drop that it no longer does.
+func (hs *holdings) hold(ref locks.Ref, oid, conn string) { hs.note(ref, oid, conn, true) }
+func (hs *holdings) drop(ref locks.Ref, oid, conn string) { hs.note(ref, oid, conn, false) }
 
-// drop records that socket conn no longer holds ref.
-func (hs *holdings) drop(ref locks.Ref, oid, conn string) {
+func (hs *holdings) note(ref locks.Ref, oid, conn string, held bool) {
 	h := locks.Holding{Ref: ref, Holder: oid, Conn: conn}
+	to, from := hs.add, hs.remove
+	if !held {
+		to, from = from, to
+	}
 	hs.mu.Lock()
-	delete(hs.add, h)
-	hs.remove[h] = struct{}{}
+	delete(from, h)
+	to[h] = struct{}{}
 	hs.mu.Unlock()
 	hs.poke()
 }
