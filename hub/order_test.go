@@ -16,35 +16,7 @@ import (
 func TestWatchWhileChanging(t *testing.T) {
 	th, _ := startReal(t, hubOptions{})
 	ctx := tctx(t)
-	claimers := make([]*protocol.Client, 4)
-	for i := range claimers {
-		claimers[i], _ = th.dial("acme", "u-"+itoa(i))
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, c := range claimers {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(i), 1))
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				uid := "o-" + itoa(rng.IntN(10))
-				var err error
-				if rng.IntN(2) == 0 {
-					_, err = c.Claim(ctx, typ, uid)
-				} else {
-					_, err = c.Release(ctx, typ, uid)
-				}
-				if err != nil && ctx.Err() == nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
+	stop := churn(t, th, 1)
 
 	type model map[string]string // uid -> holder
 	var watchers []*protocol.Client
@@ -61,11 +33,11 @@ func TestWatchWhileChanging(t *testing.T) {
 		}
 		watchers, models = append(watchers, w), append(models, m)
 	}
-	close(stop)
-	wg.Wait()
+	stop()
+	last, _ := th.dial("acme", "u-last")
 
 	// A last change: once a watcher has its event, it has every earlier one.
-	expect(t, protocol.OutcomeAcquired)(claimers[0].Claim(ctx, typ, "end"))
+	expect(t, protocol.OutcomeAcquired)(last.Claim(ctx, typ, "end"))
 	for i, w := range watchers {
 		for {
 			ev := nextEvent(t, w)
@@ -97,5 +69,45 @@ func TestWatchWhileChanging(t *testing.T) {
 				t.Fatalf("watcher %d sees %v, the store holds %v", i, m, want)
 			}
 		}
+	}
+}
+
+// churn has 4 clients claim and release 10 entities at random (seeded) until the
+// returned stop is called, which waits for them.
+func churn(t *testing.T, th *testHub, seed uint64) (stop func()) {
+	t.Helper()
+	ctx := tctx(t)
+	claimers := make([]*protocol.Client, 4)
+	for i := range claimers {
+		claimers[i], _ = th.dial("acme", "u-"+itoa(i))
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, c := range claimers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(i), seed))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				uid := "o-" + itoa(rng.IntN(10))
+				var err error
+				if rng.IntN(2) == 0 {
+					_, err = c.Claim(ctx, typ, uid)
+				} else {
+					_, err = c.Release(ctx, typ, uid)
+				}
+				if err != nil && ctx.Err() == nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	return func() {
+		close(done)
+		wg.Wait()
 	}
 }

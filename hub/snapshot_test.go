@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -292,35 +291,7 @@ func TestWatchCrowdFewerReads(t *testing.T) {
 func TestWatchCrowdWhileChanging(t *testing.T) {
 	th, _ := startReal(t, hubOptions{})
 	ctx := tctx(t)
-	claimers := make([]*protocol.Client, 4)
-	for i := range claimers {
-		claimers[i], _ = th.dial("acme", "u-"+itoa(i))
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, c := range claimers {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(i), 2))
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				uid := "o-" + itoa(rng.IntN(10))
-				var err error
-				if rng.IntN(2) == 0 {
-					_, err = c.Claim(ctx, typ, uid)
-				} else {
-					_, err = c.Release(ctx, typ, uid)
-				}
-				if err != nil && ctx.Err() == nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
+	stop := churn(t, th, 2)
 
 	const n = 30
 	watchers := make([]*rawSocket, n)
@@ -340,9 +311,9 @@ func TestWatchCrowdWhileChanging(t *testing.T) {
 		w.send(map[string]string{"id": "w", "type": "watch", "entityType": typ})
 	}
 	snapped.Wait() // every watch answered while the changes ran
-	close(stop)
-	wg.Wait()
-	expect(t, protocol.OutcomeAcquired)(claimers[0].Claim(ctx, typ, "end"))
+	stop()
+	last, _ := th.dial("acme", "u-last")
+	expect(t, protocol.OutcomeAcquired)(last.Claim(ctx, typ, "end"))
 	ended.Wait()
 	if t.Failed() {
 		return
