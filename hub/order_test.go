@@ -18,7 +18,6 @@ func TestWatchWhileChanging(t *testing.T) {
 	ctx := tctx(t)
 	stop := churn(t, th, 1)
 
-	type model map[string]string // uid -> holder
 	var watchers []*protocol.Client
 	var models []model
 	for range 12 {
@@ -52,24 +51,7 @@ func TestWatchWhileChanging(t *testing.T) {
 			}
 		}
 	}
-	truth, err := th.store.List(context.Background(), "acme", typ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := model{}
-	for _, l := range truth {
-		want[l.EntityUID] = l.HolderOID
-	}
-	for i, m := range models {
-		if len(m) != len(want) {
-			t.Fatalf("watcher %d sees %v, the store holds %v", i, m, want)
-		}
-		for uid, h := range want {
-			if m[uid] != h {
-				t.Fatalf("watcher %d sees %v, the store holds %v", i, m, want)
-			}
-		}
-	}
+	wantStore(t, th, models)
 }
 
 // churn has 4 clients claim and release 10 entities at random (seeded) until the
@@ -109,5 +91,31 @@ func churn(t *testing.T, th *testHub, seed uint64) (stop func()) {
 	return func() {
 		close(done)
 		wg.Wait()
+	}
+}
+
+// model is what a watcher believes of the type: uid -> holder.
+type model map[string]string
+
+// wantStore checks that every watcher's model is the store's state of the type.
+func wantStore(t *testing.T, th *testHub, models []model) {
+	t.Helper()
+	truth, err := th.store.List(context.Background(), "acme", typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := model{}
+	for _, l := range truth {
+		want[l.EntityUID] = l.HolderOID
+	}
+	for i, m := range models {
+		if len(m) != len(want) {
+			t.Fatalf("watcher %d sees %v, the store holds %v", i, m, want)
+		}
+		for uid, h := range want {
+			if m[uid] != h {
+				t.Fatalf("watcher %d sees %v, the store holds %v", i, m, want)
+			}
+		}
 	}
 }

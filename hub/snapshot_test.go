@@ -298,7 +298,6 @@ func TestWatchCrowdWhileChanging(t *testing.T) {
 	for i := range watchers {
 		watchers[i] = th.dialOrdered("acme", "u-w"+itoa(i))
 	}
-	type model map[string]string // uid -> holder
 	models := make([]model, n)
 	var snapped, ended sync.WaitGroup
 	for i, w := range watchers {
@@ -318,22 +317,5 @@ func TestWatchCrowdWhileChanging(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	truth, err := th.store.List(context.Background(), "acme", typ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := model{}
-	for _, l := range truth {
-		want[l.EntityUID] = l.HolderOID
-	}
-	for i, m := range models {
-		if len(m) != len(want) {
-			t.Fatalf("watcher %d sees %v, the store holds %v", i, m, want)
-		}
-		for uid, h := range want {
-			if m[uid] != h {
-				t.Fatalf("watcher %d sees %v, the store holds %v", i, m, want)
-			}
-		}
-	}
+	wantStore(t, th, models)
 }
