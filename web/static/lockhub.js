@@ -16,6 +16,12 @@
  *     ...
  *     form.close();   // releases the lock
  *
+ * Presence (PROTOCOL.md §9): a lockForm views its entity while it is open and lists
+ * the others ("Grace Hopper is waiting"); someone blocked by the lock gets "Ask Ada
+ * Lovelace to finish" (`form.nudge()`), the holder a notice naming who asks.
+ * `form.others`, `form.viewers`, the `onPresence` and `onNudge` options, and
+ * `client.view(type, uid, {onPresence, onNudge})` give the same to a page's own UI.
+ *
  * The client keeps one WebSocket to `/ws` (subprotocol `lockhub.v1`). It authenticates
  * with the first frame, refreshes the token in band 30 s before it expires, and
  * reconnects with exponential backoff and full jitter, except after 4403 (forbidden).
@@ -23,7 +29,7 @@
  * up (close 4000) when no frame at all arrives within 10 s of a `ping` or of its first
  * `auth`, so a half-open connection is found within about 35 s (PROTOCOL.md §4).
  * After a reconnect it authenticates again, watches again (the snapshot makes every
- * map whole) and claims again what it held. Held locks are renewed every `renewMs` of
+ * map whole), claims again what it held and views again what it viewed. Held locks are renewed every `renewMs` of
  * the welcome, and at once when an event shows the lease ending before the next
  * renewal (another tab of the same person closed). On `pagehide` held locks are
  * released over the socket; the hub's release grace covers a tab that dies.
@@ -34,8 +40,8 @@
  *
  * Styles: the client injects none, so it runs under a Content-Security-Policy without
  * `'unsafe-inline'` (PROTOCOL.md §5, Hardening). It sets classes and attributes
- * (`lockhub-banner`, `lockhub-locked`, `lockhub-mine`, `data-kind`, `data-lock-state`,
- * `inert`, `hidden`), and lockhub.css, next to this file, styles them; a page links it,
+ * (`lockhub-banner`, `lockhub-locked`, `lockhub-mine`, `lockhub-presence`, `data-kind`,
+ * `data-lock-state`, `data-activity`, `inert`, `hidden`), and lockhub.css, next to this file, styles them; a page links it,
  * or styles the same classes itself. (The `styles` option of earlier versions, which
  * injected a `<style>` element, is gone; it is ignored when given.)
  *
@@ -47,6 +53,8 @@
  *   {@link Watch} is what {@link LockClient#watch} returns).
  * - `lockhub/holds.js`: the state machine of each lock the client wants to hold
  *   (internal).
+ * - `lockhub/presence.js`: the entities the client views and who else views each,
+ *   PROTOCOL.md §9 (internal; its {@link View} is what {@link LockClient#view} returns).
  * - `lockhub/heartbeat.js`: the liveness check of a socket (internal).
  * - `lockhub/form.js`: {@link LockForm}. `lockhub/grid.js`: {@link LockGrid}.
  * - `lockhub/protocol.js`: the subprotocol, close codes, frame shapes and
@@ -60,7 +68,7 @@
 export { SUBPROTOCOL, CloseCode, LockhubError } from './lockhub/protocol.js';
 export { backoffDelay } from './lockhub/backoff.js';
 export { jwtExpiry } from './lockhub/token.js';
-export { parseTime, formatClock, formatRemaining, lockedByText } from './lockhub/format.js';
+export { parseTime, formatClock, formatRemaining, lockedByText, activityOf, viewerText, nudgeText } from './lockhub/format.js';
 export { LockClient, connect } from './lockhub/connection.js';
 export { LockForm } from './lockhub/form.js';
 export { LockGrid } from './lockhub/grid.js';
@@ -80,3 +88,10 @@ export { LockGrid } from './lockhub/grid.js';
 /** @typedef {import('./lockhub/form.js').LockFormOptions} LockFormOptions */
 /** @typedef {import('./lockhub/form.js').FormState} FormState */
 /** @typedef {import('./lockhub/grid.js').LockGridOptions} LockGridOptions */
+/** @typedef {import('./lockhub/protocol.js').Viewer} Viewer */
+/** @typedef {import('./lockhub/protocol.js').Nudge} Nudge */
+/** @typedef {import('./lockhub/presence.js').View} View */
+/** @typedef {import('./lockhub/presence.js').ViewListener} ViewListener */
+/** @typedef {import('./lockhub/presence.js').ViewStatus} ViewStatus */
+/** @typedef {import('./lockhub/form.js').OtherViewer} OtherViewer */
+/** @typedef {import('./lockhub/form.js').NudgeOutcome} NudgeOutcome */

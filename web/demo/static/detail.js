@@ -3,6 +3,8 @@
  * The detail form of one approval request. It holds the edit lock while it is open
  * (lockhub's lockForm), and its Approve, Reject and Save call the guarded API
  * (PROTOCOL.md §5): a 409 shows who blocked the write, and a decision releases the lock.
+ * Under the banner the form lists who else has the request open (PROTOCOL.md §9), offers
+ * someone blocked "Ask … to finish", and shows the holder who asks.
  */
 import { formatClock } from '/static/lockhub.js';
 import { byId } from './dom.js';
@@ -46,6 +48,7 @@ export class DetailView {
   #form = /** @type {HTMLFormElement} */ (byId('detail-form'));
   #body = byId('form-body');
   #banner = byId('lock-banner');
+  #presence = byId('lock-presence');
   #uid = byId('detail-uid');
   #title = byId('detail-title');
   #requester = byId('f-requester');
@@ -84,9 +87,13 @@ export class DetailView {
     });
   }
 
-  /** The open request and its lock state, for QA. @returns {{uid: string, state: FormState}|null} */
+  /**
+   * The open request, its lock state and who else is on it, for QA.
+   * @returns {{uid: string, state: FormState, others: import('/static/lockhub.js').OtherViewer[]}|null}
+   */
   get summary() {
-    return this.current ? { uid: this.current.uid, state: this.current.form.state } : null;
+    const cur = this.current;
+    return cur ? { uid: cur.uid, state: cur.form.state, others: cur.form.others } : null;
   }
 
   /**
@@ -104,6 +111,7 @@ export class DetailView {
     const form = this.#client.lockForm(this.#form, TYPE, uid, {
       body: this.#body,
       banner: this.#banner,
+      presence: this.#presence,
       onChange: (f) => {
         // The lock is ours now: a "Blocked" answer from before no longer holds.
         if (f.state === 'held' && this.#message.dataset.kind === 'error') this.#clearMessage();

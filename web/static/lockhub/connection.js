@@ -19,6 +19,7 @@ import { parseTime } from './format.js';
 import { LockGrid } from './grid.js';
 import { Heartbeat } from './heartbeat.js';
 import { Holds } from './holds.js';
+import { Views } from './presence.js';
 import { CloseCode, LockhubError, SUBPROTOCOL } from './protocol.js';
 import { jwtExpiry } from './token.js';
 import { Watches } from './watches.js';
@@ -32,6 +33,8 @@ import { Watches } from './watches.js';
 /** @typedef {import('./holds.js').Entry} Entry */
 /** @typedef {import('./holds.js').Hold} Hold */
 /** @typedef {import('./watches.js').Watch} Watch */
+/** @typedef {import('./presence.js').View} View */
+/** @typedef {import('./presence.js').ViewListener} ViewListener */
 /** @typedef {import('./form.js').LockFormOptions} LockFormOptions */
 /** @typedef {import('./grid.js').LockGridOptions} LockGridOptions */
 
@@ -120,6 +123,8 @@ export class LockClient {
   #watches;
   /** @type {Holds} the locks this client wants to hold */
   #holds;
+  /** @type {Views} the entities this client views (PROTOCOL.md §9) */
+  #views;
   /** @type {Set<(s: ConnectionState) => void>} */
   #stateListeners = new Set();
   /** @type {Set<(w: Welcome) => void>} */
@@ -178,6 +183,11 @@ export class LockClient {
       skew: () => this.#skew,
       onError: (err) => this.#o.onError(err),
       unknownRetryMs: this.#o.unknownRetryMs,
+    });
+    this.#views = new Views({
+      request: (frame) => this.#request(frame, false),
+      authed: () => this.#authed,
+      onError: (err) => this.#o.onError(err),
     });
     /** @type {Promise<Welcome>} */
     this.ready = new Promise((resolve) => {
@@ -316,6 +326,36 @@ export class LockClient {
   }
 
   /**
+   * Views an entity (PROTOCOL.md §9) until the handle's close: the hub lists this
+   * person among its viewers, and listener.onPresence gets every change of who views
+   * it (everyone, this person included, ordered by `since`). Viewed again after every
+   * reconnect. Several views of one entity in one client count once; the last close
+   * sends `unview`. A {@link LockForm} views its entity on its own.
+   * @param {string} type
+   * @param {string} uid
+   * @param {ViewListener} [listener]
+   * @returns {View}
+   */
+  view(type, uid, listener = {}) {
+    return this.#views.view(type, uid, listener, (t, u) => this.nudge(t, u));
+  }
+
+  /**
+   * Asks the holder of an entity this client views to finish (PROTOCOL.md §9).
+   * Resolves with the hub's result: outcome `nudged` (also when none of the holder's
+   * tabs has it open: nothing reaches them then), `notHeld` (free, or mine) or
+   * `unknown`; rejects with a {@link LockhubError}: code `rate_limited` (this person
+   * asked within the last 30 s), `forbidden` (not viewing it), or a local failure. Not
+   * sent again after a reconnect.
+   * @param {string} type
+   * @param {string} uid
+   * @returns {Promise<Result>}
+   */
+  nudge(type, uid) {
+    return this.#request({ type: 'nudge', entityType: type, entityUid: uid }, false);
+  }
+
+  /**
    * Sends a request frame and resolves with its answer (`result`, `snapshot` or `pong`, without
    * `id` and `type`); rejects with a {@link LockhubError} on an `error` frame. For frame
    * types this client has no method for.
@@ -332,6 +372,7 @@ export class LockClient {
   close() {
     if (this.#closed) return;
     this.#holds.dropAll();
+    this.#views.dropAll();
     this.#closed = true;
     this.#shutdown('closed');
     if (this.#ws) {
@@ -495,6 +536,7 @@ export class LockClient {
     this.#authed = false;
     clearTimeout(this.#refreshTimer);
     this.#watches.disconnected();
+    this.#views.disconnected();
     // Requests in flight: those that mean the same after a reconnect are sent again
     // (claim, renew, release, takeover, mine); the rest fail.
     for (const [id, p] of this.#pending) {
@@ -556,6 +598,11 @@ export class LockClient {
       return;
     }
     switch (f.type) {
+      case 'presence':
+        // Applied here, in arrival order, before its answer resolves (PROTOCOL.md §9).
+        if (typeof f.entityType === 'string' && typeof f.entityUid === 'string') this.#views.presence(f);
+        if (f.id === undefined) return;
+      // falls through: the answer to a view
       case 'result':
       case 'snapshot':
       case 'pong':
@@ -582,6 +629,9 @@ export class LockClient {
       case 'lock':
         this.#onLockEvent(f);
         return;
+      case 'nudge':
+        if (typeof f.entityType === 'string' && typeof f.entityUid === 'string') this.#views.nudge(f);
+        return;
       default:
         // Frames this version does not know are ignored (the contract may grow).
         return;
@@ -604,6 +654,7 @@ export class LockClient {
     // what waited for the connection.
     this.#watches.connected();
     this.#holds.reclaim();
+    this.#views.connected();
     for (const p of this.#pending.values()) if (!p.sent) this.#transmit(p);
     this.#resolveReady(w);
     for (const fn of this.#welcomeListeners) safeCall(fn, w);

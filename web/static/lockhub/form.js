@@ -3,20 +3,26 @@
  * A detail form that holds the edit lock while it is open: {@link LockForm}, made by
  * {@link LockClient#lockForm}.
  *
- * It draws its banner with classes and attributes only (`lockhub-banner`, `data-kind`,
- * `hidden`), styled by lockhub.css, so that it runs under a Content-Security-Policy
- * without `'unsafe-inline'`.
+ * It draws its banner and its presence (who else is here, PROTOCOL.md §9) with classes
+ * and attributes only (`lockhub-banner`, `lockhub-presence`, `data-kind`,
+ * `data-activity`, `hidden`), styled by lockhub.css, so that it runs under a
+ * Content-Security-Policy without `'unsafe-inline'`.
  *
  * @module lockhub/form
  */
 
 import { safeCall } from './callback.js';
-import { formatClock, lockedByText } from './format.js';
+import { activityOf, formatClock, lockedByText, nudgeText, viewerText } from './format.js';
+import { LockhubError } from './protocol.js';
 
 /** @typedef {import('./protocol.js').Lock} Lock */
 /** @typedef {import('./protocol.js').Result} Result */
 /** @typedef {import('./connection.js').LockClient} LockClient */
 /** @typedef {import('./holds.js').Hold} Hold */
+/** @typedef {import('./protocol.js').Viewer} Viewer */
+/** @typedef {import('./protocol.js').Nudge} Nudge */
+/** @typedef {import('./presence.js').View} View */
+/** @typedef {import('./presence.js').ViewStatus} ViewStatus */
 
 /**
  * @typedef {object} LockFormOptions
@@ -27,7 +33,35 @@ import { formatClock, lockedByText } from './format.js';
  *   Where the banner is drawn. Default: a new element placed just before the body.
  * @property {boolean} [takeover]  offer "Take over" (default: when the welcome says canTakeOver)
  * @property {(form: LockForm) => void} [onChange]  after every state change
+ * @property {HTMLElement|false} [presence]
+ *   Where the others on this entity are listed, with the "Ask … to finish" button and
+ *   the holder's notice of who asks. Default: a new element placed just before the
+ *   body. `false`: draw nothing (the page reads {@link LockForm#others} itself).
+ * @property {(others: OtherViewer[], form: LockForm) => void} [onPresence]
+ *   after every change of who else is here or of what they are doing
+ * @property {(nudge: Nudge, form: LockForm) => void} [onNudge]
+ *   someone asks this person, the holder, to finish
  */
+
+/**
+ * Another person on the form's entity, and what they are doing (see {@link activityOf}).
+ * @typedef {object} OtherViewer
+ * @property {string} oid
+ * @property {string} name
+ * @property {string} since  RFC 3339
+ * @property {'editing'|'waiting'|'viewing'} activity
+ */
+
+/**
+ * How a nudge ended, as {@link LockForm#nudge} tells it: `nudged` (the holder was
+ * asked), `notHeld` (nobody else holds it now), `unknown` (the lock store is down),
+ * `rateLimited` (this person asked within the last 30 s), `forbidden` (the hub does
+ * not count this form as viewing yet), `failed` (not connected, no answer in time).
+ * @typedef {'nudged'|'notHeld'|'unknown'|'rateLimited'|'forbidden'|'failed'} NudgeOutcome
+ */
+
+/** How many others a form names before it says "and N more". */
+const MAX_NAMED = 8;
 
 /**
  * @typedef {'claiming'|'held'|'locked'|'takenOver'|'ended'|'unknown'|'released'|'closed'} FormState
@@ -58,6 +92,21 @@ export class LockForm {
   #unsubWelcome;
   #closed = false;
   #busy = false;
+  /** @type {View} */ #view;
+  /** @type {HTMLElement|null} */ #presence = null;
+  #ownPresence = false;
+  /** @type {HTMLElement} */ #notice;
+  /** @type {HTMLUListElement} */ #noticeList;
+  /** @type {HTMLUListElement} */ #viewerList;
+  /** @type {HTMLElement} */ #nudgeRow;
+  /** @type {HTMLButtonElement} */ #nudgeButton;
+  /** @type {HTMLElement} */ #nudgeStatus;
+  /** @type {Map<string, Nudge>} who asked this person, the holder, to finish; by oid */
+  #nudges = new Map();
+  /** @type {{holderOid: string, outcome: NudgeOutcome, at: number}|null} the last ask of this person */
+  #asked = null;
+  #nudging = false;
+  #othersKey = '';
 
   /**
    * @param {LockClient} client
@@ -98,7 +147,12 @@ export class LockForm {
     this.#button.hidden = true;
     this.#button.addEventListener('click', () => void this.takeover());
     this.#banner.append(this.#text, this.#button);
+    this.#buildPresence(opts.presence);
     this.#hold = client._hold(type, uid, () => this.#render());
+    this.#view = client.view(type, uid, {
+      onPresence: () => this.#render(),
+      onNudge: (n) => this.#nudged(n),
+    });
     this.#unsubWelcome = client.onWelcome(() => this.#render());
     this.#render();
   }
@@ -111,6 +165,69 @@ export class LockForm {
   /** The lock as last known: mine when held, the other holder's when locked. @returns {Lock|null} */
   get lock() {
     return this.#hold.entry.lock;
+  }
+
+  /**
+   * Everyone the hub lists on this entity, this person included, ordered by `since`
+   * (PROTOCOL.md §9); empty while not connected, and when the hub has no presence to
+   * give (its Redis is down).
+   * @returns {Viewer[]}
+   */
+  get viewers() {
+    return this.#closed ? [] : this.#view.viewers;
+  }
+
+  /**
+   * The other people on this entity and what each is doing: the holder `editing`;
+   * while someone holds the lock everyone else `waiting`; while nobody does, `viewing`.
+   * @returns {OtherViewer[]}
+   */
+  get others() {
+    if (this.#closed) return [];
+    const me = this.#client.me?.oid;
+    const holder = this.#holderOid();
+    return this.#view.viewers
+      .filter((v) => v.oid !== me)
+      .map((v) => ({ oid: v.oid, name: v.name, since: v.since, activity: activityOf(v.oid, holder) }));
+  }
+
+  /**
+   * Who asked this person, the holder, to finish since they got the lock (the latest
+   * ask of each person), oldest first. Cleared when the form stops holding the lock.
+   * @returns {Nudge[]}
+   */
+  get nudges() {
+    return [...this.#nudges.values()];
+  }
+
+  /**
+   * Asks the holder to finish (PROTOCOL.md §9): the hub sends them a `nudge` that
+   * their form shows. At most one ask per person per entity per 30 s reaches them.
+   * Resolves with how it ended, never rejects; the form shows it next to its button.
+   * @returns {Promise<NudgeOutcome>}
+   */
+  async nudge() {
+    if (this.#closed) return 'failed';
+    const holderOid = this.lock && this.state === 'locked' ? this.lock.holderOid : '';
+    this.#nudging = true;
+    this.#render();
+    /** @type {NudgeOutcome} */
+    let outcome;
+    try {
+      const r = await this.#view.nudge();
+      outcome = r.outcome === 'nudged' || r.outcome === 'notHeld' || r.outcome === 'unknown' ? r.outcome : 'failed';
+    } catch (err) {
+      if (err instanceof LockhubError && err.code === 'rate_limited') outcome = 'rateLimited';
+      else if (err instanceof LockhubError && err.code === 'forbidden') outcome = 'forbidden';
+      else {
+        console.warn('lockhub: nudge failed', err);
+        outcome = 'failed';
+      }
+    }
+    this.#nudging = false;
+    this.#asked = { holderOid, outcome, at: Date.now() };
+    this.#render();
+    return outcome;
   }
 
   /** Whether the user may edit now (held, or unknown: fail open). */
@@ -166,6 +283,15 @@ export class LockForm {
     if (this.#closed) return;
     this.#closed = true;
     this.#hold.drop(release);
+    this.#view.close();
+    this.#nudges.clear();
+    if (this.#presence) {
+      if (this.#ownPresence) this.#presence.remove();
+      else {
+        this.#presence.hidden = true;
+        this.#presence.replaceChildren();
+      }
+    }
     this.#unsubWelcome();
     this.#setReadOnly(false);
     this.#body.inert = false;
@@ -226,6 +352,7 @@ export class LockForm {
     this.#banner.hidden = text === '';
     const offer = this.#opts.takeover ?? this.#client.canTakeOver;
     this.#button.hidden = !(blocked && offer && e.lock);
+    this.#renderPresence();
 
     if (prev !== state) {
       if (blocked && focusInside) this.#banner.focus();
@@ -236,6 +363,126 @@ export class LockForm {
       }
       if (this.#opts.onChange) safeCall(this.#opts.onChange, this);
     }
+  }
+
+  /** Who holds the lock, as far as the form knows: me, the other holder, or nobody. */
+  #holderOid() {
+    const e = this.#hold.entry;
+    if (e.status === 'held') return this.#client.me?.oid || null;
+    if ((e.status === 'locked' || e.status === 'takenOver') && e.lock) return e.lock.holderOid;
+    return null;
+  }
+
+  /** @param {Nudge} n */
+  #nudged(n) {
+    if (this.#closed) return;
+    this.#nudges.delete(n.from.oid); // the latest ask of each person, in the order they came
+    this.#nudges.set(n.from.oid, n);
+    this.#render();
+    if (this.#opts.onNudge) safeCall(this.#opts.onNudge, n, this);
+  }
+
+  /** @param {HTMLElement|false|undefined} where */
+  #buildPresence(where) {
+    const el = (tag, cls, testid) => {
+      const x = document.createElement(tag);
+      x.className = cls;
+      if (testid) x.dataset.testid = testid;
+      return x;
+    };
+    this.#notice = el('div', 'lockhub-nudged', 'lock-nudged');
+    this.#notice.setAttribute('role', 'alert');
+    this.#notice.hidden = true;
+    this.#noticeList = /** @type {HTMLUListElement} */ (el('ul', 'lockhub-nudged-list', 'lock-nudged-list'));
+    const dismiss = /** @type {HTMLButtonElement} */ (el('button', 'lockhub-dismiss', 'lock-nudged-dismiss'));
+    dismiss.type = 'button';
+    dismiss.textContent = 'Dismiss';
+    dismiss.addEventListener('click', () => {
+      this.#nudges.clear();
+      this.#render();
+    });
+    this.#notice.append(this.#noticeList, dismiss);
+    this.#viewerList = /** @type {HTMLUListElement} */ (el('ul', 'lockhub-viewers', 'lock-viewers'));
+    this.#viewerList.setAttribute('aria-label', 'Also on this record');
+    this.#nudgeRow = el('div', 'lockhub-nudge-row', '');
+    this.#nudgeRow.hidden = true;
+    this.#nudgeButton = /** @type {HTMLButtonElement} */ (el('button', 'lockhub-nudge', 'lock-nudge'));
+    this.#nudgeButton.type = 'button';
+    this.#nudgeButton.addEventListener('click', () => void this.nudge());
+    this.#nudgeStatus = el('span', 'lockhub-nudge-status', 'lock-nudge-status');
+    this.#nudgeStatus.setAttribute('role', 'status');
+    this.#nudgeRow.append(this.#nudgeButton, this.#nudgeStatus);
+    if (where === false) return;
+    if (where) {
+      this.#presence = where;
+    } else {
+      this.#presence = document.createElement('div');
+      this.#ownPresence = true;
+      this.#body.before(this.#presence);
+    }
+    this.#presence.classList.add('lockhub-presence');
+    if (!this.#presence.dataset.testid) this.#presence.dataset.testid = 'lock-presence';
+    this.#presence.hidden = true;
+    this.#presence.replaceChildren(this.#notice, this.#viewerList, this.#nudgeRow);
+  }
+
+  #renderPresence() {
+    const e = this.#hold.entry;
+    const others = this.others;
+    const key = others.map((o) => `${o.oid}\u0000${o.name}\u0000${o.activity}`).join('\u0001');
+    const changed = key !== this.#othersKey;
+    this.#othersKey = key;
+
+    // The holder's notice: who asked to finish, while the lock is theirs.
+    if (e.status !== 'held') this.#nudges.clear();
+    const nudges = this.nudges;
+    this.#notice.hidden = nudges.length === 0;
+    this.#noticeList.replaceChildren(...nudges.map((n) => {
+      const li = document.createElement('li');
+      li.dataset.oid = n.from.oid;
+      li.textContent = nudgeText(n.from.name, n.at);
+      return li;
+    }));
+
+    // Who else is here.
+    const named = others.length > MAX_NAMED ? others.slice(0, MAX_NAMED - 1) : others;
+    const items = named.map((o) => {
+      const li = document.createElement('li');
+      li.className = 'lockhub-viewer';
+      li.dataset.oid = o.oid;
+      li.dataset.activity = o.activity;
+      li.dataset.testid = `viewer-${o.oid}`;
+      li.title = o.since ? `here since ${formatClock(o.since)}` : '';
+      li.textContent = viewerText(o.name, o.activity);
+      return li;
+    });
+    if (named.length < others.length) {
+      const li = document.createElement('li');
+      li.className = 'lockhub-viewer-more';
+      li.textContent = `and ${others.length - named.length} more`;
+      items.push(li);
+    }
+    if (changed) this.#viewerList.replaceChildren(...items);
+    this.#viewerList.hidden = others.length === 0;
+
+    // The waiting person's "Ask NAME to finish".
+    const lock = e.lock;
+    const canAsk = e.status === 'locked' && !!lock && lock.holderOid !== this.#client.me?.oid && this.#view.status === 'viewing';
+    this.#nudgeRow.hidden = !canAsk;
+    if (canAsk && lock) {
+      const label = `Ask ${lock.holderName} to finish`;
+      if (this.#nudgeButton.textContent !== label) this.#nudgeButton.textContent = label;
+      this.#nudgeButton.disabled = this.#nudging;
+      const asked = this.#asked && this.#asked.holderOid === lock.holderOid ? this.#asked : null;
+      const holderHere = this.#view.viewers.some((v) => v.oid === lock.holderOid);
+      const text = this.#nudging ? 'Asking…' : asked ? askedText(asked.outcome, lock.holderName, asked.at, holderHere) : '';
+      if (this.#nudgeStatus.textContent !== text) this.#nudgeStatus.textContent = text;
+      if (asked && !this.#nudging) this.#nudgeStatus.dataset.outcome = asked.outcome;
+      else delete this.#nudgeStatus.dataset.outcome;
+    }
+
+    if (this.#presence) this.#presence.hidden = others.length === 0 && nudges.length === 0 && !canAsk;
+    if (changed && this.#opts.onPresence) safeCall(this.#opts.onPresence, others, this);
   }
 
   /** @param {boolean} on */
@@ -264,6 +511,31 @@ export class LockForm {
         this.#restore.push(() => (el.disabled = was));
       }
     }
+  }
+}
+
+/**
+ * What the form says after its user asked the holder to finish.
+ * @param {NudgeOutcome} outcome
+ * @param {string} holder  the holder's name
+ * @param {number} at      when it was asked, Unix ms
+ * @param {boolean} holderHere  the holder has the record open
+ * @returns {string}
+ */
+function askedText(outcome, holder, at, holderHere) {
+  switch (outcome) {
+    case 'nudged':
+      return holderHere
+        ? `Asked at ${formatClock(at)}.`
+        : `Asked at ${formatClock(at)}; ${holder} does not have it open right now.`;
+    case 'rateLimited':
+      return 'You asked recently; try again in a little while.';
+    case 'notHeld':
+      return `${holder} no longer holds it.`;
+    case 'unknown':
+      return 'Could not ask: locks are unavailable right now.';
+    default:
+      return 'Could not ask; try again.';
   }
 }
 

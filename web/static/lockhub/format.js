@@ -55,3 +55,39 @@ export function formatRemaining(ms) {
 export function lockedByText(lock) {
   return `Locked by ${lock.holderName} since ${formatClock(lock.acquiredAtUtc)} (until ${formatClock(lock.expiresAtUtc)})`;
 }
+
+/**
+ * What a viewer of an entity is doing, as a form shows it (PROTOCOL.md §9, "whether a
+ * viewer is editing follows from the lock"): the holder is `editing`; while someone
+ * holds the lock every other viewer is `waiting` (their form is blocked and takes the
+ * lock when it is free); while nobody holds it (free, or locks unavailable) they are
+ * `viewing`.
+ * @param {string} oid  the viewer
+ * @param {string|null|undefined} holderOid  who holds the lock, if anyone is known to
+ * @returns {'editing'|'waiting'|'viewing'}
+ */
+export function activityOf(oid, holderOid) {
+  if (!holderOid) return 'viewing';
+  return oid === holderOid ? 'editing' : 'waiting';
+}
+
+/**
+ * The line of a form about one other viewer: "Grace Hopper is waiting".
+ * @param {string} name
+ * @param {'editing'|'waiting'|'viewing'} activity
+ * @returns {string}
+ */
+export function viewerText(name, activity) {
+  return `${name} is ${activity}`;
+}
+
+/**
+ * The holder's notice of a nudge: "Grace Hopper asks you to finish (10:02)".
+ * @param {string} name  who asks
+ * @param {string} at    when, RFC 3339
+ * @returns {string}
+ */
+export function nudgeText(name, at) {
+  const clock = formatClock(at);
+  return clock ? `${name} asks you to finish (${clock})` : `${name} asks you to finish`;
+}

@@ -43,6 +43,24 @@ export const CloseCode = Object.freeze({
  */
 
 /**
+ * One person viewing an entity (PROTOCOL.md §9): one entry per oid however many tabs
+ * they view it from, `since` the earliest.
+ * @typedef {object} Viewer
+ * @property {string} oid
+ * @property {string} name
+ * @property {string} since  RFC 3339
+ */
+
+/**
+ * A `nudge` frame of PROTOCOL.md §9: a viewer asks the holder to finish.
+ * @typedef {object} Nudge
+ * @property {string} entityType
+ * @property {string} entityUid
+ * @property {Holder} from
+ * @property {string} at  RFC 3339
+ */
+
+/**
  * The welcome frame.
  * @typedef {object} Welcome
  * @property {string} connectionId
@@ -58,7 +76,8 @@ export const CloseCode = Object.freeze({
 /**
  * The answer to a request: a `result` frame without `id` and `type`.
  * @typedef {object} Result
- * @property {string} [outcome]  acquired, renewed, locked, lost, released, notHeld, takenOver, forbidden, unknown, unwatched, refreshed
+ * @property {string} [outcome]  acquired, renewed, locked, lost, released, notHeld, takenOver, forbidden, unknown, unwatched, refreshed,
+ *   unviewed, nudged
  * @property {Lock|null} [lock]
  * @property {Lock[]} [locks]
  * @property {Holder} [previousHolder]
@@ -83,7 +102,7 @@ export const CloseCode = Object.freeze({
 
 /**
  * An error answering a request: an `error` frame (`code` bad_request, not_lockable,
- * invalid_entity, rate_limited) or a local failure (`disconnected`, `closed`, `timeout`).
+ * invalid_entity, rate_limited, too_many_views, forbidden) or a local failure (`disconnected`, `closed`, `timeout`).
  */
 export class LockhubError extends Error {
   /**
