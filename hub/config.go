@@ -34,6 +34,12 @@ type Store interface {
 	UpdateHoldings(ctx context.Context, instance string, add, remove []locks.Holding) error
 	Leave(ctx context.Context, instance string) error
 	Reap(ctx context.Context, timeout time.Duration) ([]locks.DeadInstance, error)
+	// Presence and nudges: see view.go.
+	View(ctx context.Context, ref locks.Ref, v locks.View, ttl time.Duration) ([]protocol.Viewer, error)
+	Unview(ctx context.Context, ref locks.Ref, conns ...string) error
+	LeaveViews(ctx context.Context, ref locks.Ref, at time.Time, conns ...string) error
+	RefreshViews(ctx context.Context, ref locks.Ref, ttl time.Duration, conns ...string) ([]protocol.Viewer, []string, bool, error)
+	Nudge(ctx context.Context, ref locks.Ref, from protocol.Holder, every time.Duration) (protocol.Outcome, error)
 	Registry() *locks.Registry
 	Lease() time.Duration
 }
@@ -118,6 +124,18 @@ type Config struct {
 	// the grace: setting "instance-timeout". Records are refreshed every third of it.
 	// Zero means DefaultInstanceTimeout.
 	InstanceTimeout time.Duration
+
+	// ViewTTL is how long a socket's view of an entity lasts in Redis unless refreshed
+	// (PROTOCOL.md §9): setting "presence-ttl". Views are refreshed every third of it,
+	// so the views of an instance that died end within about four thirds of it. Zero
+	// means DefaultViewTTL.
+	ViewTTL time.Duration
+	// MaxViewsPerSocket caps the entities one socket views at a time; a view beyond it
+	// answers too_many_views. Zero means protocol.MaxViewsPerSocket (50).
+	MaxViewsPerSocket int
+	// NudgeEvery is how often one person may nudge the holder of one entity; sooner
+	// answers rate_limited. Zero means protocol.NudgeEvery (30s).
+	NudgeEvery time.Duration
 }
 
 // Defaults of Config.
@@ -136,6 +154,8 @@ const (
 	// DefaultInstanceTimeout: a dead instance's locks go at most 20 s + the grace after
 	// it died (the contract allows the grace + 30 s).
 	DefaultInstanceTimeout = 15 * time.Second
+	// DefaultViewTTL: a dead instance's viewers go within 40 s (the contract: 60 s).
+	DefaultViewTTL = 30 * time.Second
 )
 
 // withDefaults validates c and fills in every zero field: the one place defaults live.
@@ -143,7 +163,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Store == nil || c.Verifier == nil {
 		return c, errors.New("hub: Config.Store and Config.Verifier are required")
 	}
-	for setting, d := range map[string]time.Duration{"release-grace": c.ReleaseGrace, "renew-every": c.RenewEvery, "ping-every": c.PingEvery, "instance-timeout": c.InstanceTimeout} {
+	for setting, d := range map[string]time.Duration{"release-grace": c.ReleaseGrace, "renew-every": c.RenewEvery, "ping-every": c.PingEvery, "instance-timeout": c.InstanceTimeout, "presence-ttl": c.ViewTTL} {
 		if d < 0 {
 			return c, &protocol.SettingError{Setting: setting, Err: fmt.Errorf("%s must be positive", d)}
 		}
@@ -155,13 +175,13 @@ func (c Config) withDefaults() (Config, error) {
 	for name, d := range map[string]time.Duration{
 		"AuthTimeout": c.AuthTimeout,
 		"TokenLeeway": c.TokenLeeway, "WriteTimeout": c.WriteTimeout, "OverRateGrace": c.OverRateGrace,
-		"SweepInterval": c.SweepInterval,
+		"SweepInterval": c.SweepInterval, "NudgeEvery": c.NudgeEvery,
 	} {
 		if d < 0 {
 			return c, fmt.Errorf("hub: Config.%s must not be negative", name)
 		}
 	}
-	for setting, n := range map[string]int{"max-connections": c.MaxConnections, "max-pending-auth": c.MaxPendingAuth, "max-locks-per-socket": c.MaxLocksPerSocket} {
+	for setting, n := range map[string]int{"max-connections": c.MaxConnections, "max-pending-auth": c.MaxPendingAuth, "max-locks-per-socket": c.MaxLocksPerSocket, "MaxViewsPerSocket": c.MaxViewsPerSocket} {
 		if n < 0 {
 			return c, &protocol.SettingError{Setting: setting, Err: fmt.Errorf("%d must be positive", n)}
 		}
@@ -195,6 +215,12 @@ func (c Config) withDefaults() (Config, error) {
 	c.PingEvery = cmp.Or(c.PingEvery, DefaultPingEvery)
 	c.PongTimeout = cmp.Or(c.PongTimeout, protocol.PongTimeout)
 	c.InstanceTimeout = cmp.Or(c.InstanceTimeout, DefaultInstanceTimeout)
+	c.ViewTTL = cmp.Or(c.ViewTTL, DefaultViewTTL)
+	c.MaxViewsPerSocket = cmp.Or(c.MaxViewsPerSocket, protocol.MaxViewsPerSocket)
+	c.NudgeEvery = cmp.Or(c.NudgeEvery, protocol.NudgeEvery)
+	if c.ViewTTL < 3*time.Millisecond {
+		return c, &protocol.SettingError{Setting: "presence-ttl", Err: fmt.Errorf("%s is too short to refresh a view in", c.ViewTTL)}
+	}
 	if c.InstanceTimeout < 3*time.Millisecond {
 		return c, &protocol.SettingError{Setting: "instance-timeout", Err: fmt.Errorf("%s is too short to refresh a record in", c.InstanceTimeout)}
 	}

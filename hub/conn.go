@@ -41,9 +41,10 @@ type conn struct {
 	// Owned by the handler (one at a time, ordered by mu); read by run's teardown after
 	// the last handler is joined.
 	ident    auth.Identity
-	authed   bool                   // written under mu too: the reader reads it (authedNow)
-	watched  []string               // entity types this socket watches, a handful at most
-	claimed  map[locks.Ref]struct{} // locks claimed through this socket, to detach at close
+	authed   bool                          // written under mu too: the reader reads it (authedNow)
+	watched  []string                      // entity types this socket watches, a handful at most
+	claimed  map[locks.Ref]struct{}        // locks claimed through this socket, to detach at close
+	viewing  map[locks.Ref]protocol.Viewer // entities this socket views, and since when (view.go)
 	limiter  *rate.Limiter
 	overRate struct{ first, last time.Time } // the current spell over the rate
 
@@ -133,21 +134,27 @@ func (c *conn) teardown() {
 	for _, t := range c.watched {
 		watched = append(watched, watchKey{c.ident.Tenant, t})
 	}
-	c.h.unregister(c, watched)
+	viewed := make([]locks.Ref, 0, len(c.viewing))
+	for r := range c.viewing {
+		viewed = append(viewed, r)
+	}
+	c.h.unregister(c, watched, viewed)
 	c.h.open.Add(-1)
 	if !c.authed {
 		c.h.pendingAuth.Add(-1)
 	}
 
-	if c.authed && len(c.claimed) > 0 {
+	if c.authed && len(c.claimed)+len(viewed) > 0 {
 		refs := make([]locks.Ref, 0, len(c.claimed))
 		for r := range c.claimed {
 			refs = append(refs, r)
 		}
-		job := detachJob{conn: c.id, holder: c.ident.Holder(), refs: refs}
+		job := detachJob{conn: c.id, holder: c.ident.Holder(), refs: refs, views: viewed}
 		if code == protocol.CloseGoingAway {
 			// Graceful shutdown releases nothing: the client reconnects to another
-			// instance within the grace and claims again (PROTOCOL.md §4).
+			// instance within the grace and claims again (PROTOCOL.md §4). Its views
+			// end with the grace, by when the client views again elsewhere.
+			job.due = time.Now().Add(c.h.cfg.ReleaseGrace)
 			c.h.detach(c.h.ctx, job, false, "shutdown")
 		} else {
 			c.h.rel.schedule(c.h, job)

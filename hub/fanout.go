@@ -123,6 +123,8 @@ func (h *Hub) resyncTenants(ctx context.Context, affected func(tenant string) bo
 			c.endSnapshot(key.typ, starts[i], snap)
 		}
 	}
+	// Presence changes may have been missed too; a restarted Redis lost the views.
+	h.refreshViews(ctx, affected)
 }
 
 // watchedNow copies the watcher index.

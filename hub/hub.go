@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 
+	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -40,11 +41,12 @@ type Hub struct {
 	readCtx context.Context
 
 	mu       sync.RWMutex
-	conns    map[*conn]struct{}              // guarded by mu; every open socket
-	watchers map[watchKey]map[*conn]struct{} // guarded by mu; sockets by what they watch
-	closing  bool                            // guarded by mu; Shutdown began
-	connWG   sync.WaitGroup                  // one per connection goroutine; Add under mu while !closing
-	running  atomic.Bool                     // Run was called
+	conns    map[*conn]struct{}                      // guarded by mu; every open socket
+	watchers map[watchKey]map[*conn]struct{}         // guarded by mu; sockets by what they watch
+	views    map[locks.Ref]map[*conn]protocol.Viewer // guarded by mu; sockets by what they view, and as whom (view.go)
+	closing  bool                                    // guarded by mu; Shutdown began
+	connWG   sync.WaitGroup                          // one per connection goroutine; Add under mu while !closing
+	running  atomic.Bool                             // Run was called
 
 	open        atomic.Int64   // sockets reserved or open (MaxConnections)
 	pendingAuth atomic.Int64   // of them, not yet authenticated (MaxPendingAuth)
@@ -77,6 +79,7 @@ func New(cfg Config) (*Hub, error) {
 		origins:   origins,
 		conns:     map[*conn]struct{}{},
 		watchers:  map[watchKey]map[*conn]struct{}{},
+		views:     map[locks.Ref]map[*conn]protocol.Viewer{},
 		resync:    make(chan struct{}, 1),
 		limitWarn: rate.Sometimes{Interval: 10 * time.Second},
 		rel:       newReleaser(),
@@ -228,6 +231,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	wg.Go(func() { h.rel.run(ctx, h) })
 	wg.Go(func() { h.holdingsLoop(ctx) })
 	wg.Go(func() { h.livenessLoop(ctx) })
+	wg.Go(func() { h.viewLoop(ctx) })
 	wg.Wait()
 	// Stopped: its sockets are detached (Shutdown) or about to be, and a stopped
 	// instance's holdings must not be reaped as a dead one's.
@@ -303,12 +307,16 @@ func (h *Hub) removeWatcherLocked(key watchKey, c *conn) {
 	}
 }
 
-// unregister forgets c entirely: it is no longer a socket of the hub nor a watcher.
-func (h *Hub) unregister(c *conn, watched []watchKey) {
+// unregister forgets c entirely: it is no longer a socket of the hub, a watcher nor a
+// viewer.
+func (h *Hub) unregister(c *conn, watched []watchKey, viewed []locks.Ref) {
 	h.mu.Lock()
 	delete(h.conns, c)
 	for _, k := range watched {
 		h.removeWatcherLocked(k, c)
+	}
+	for _, ref := range viewed {
+		h.removeViewLocked(ref, c)
 	}
 	h.mu.Unlock()
 	h.met.sockets.Dec()

@@ -26,6 +26,12 @@ type metrics struct {
 	reapedLocks   prometheus.Counter       // locks of dead instances' sockets scheduled for release
 	requestTiming *prometheus.HistogramVec // type
 	limits        *prometheus.CounterVec   // limit: one of the limit* labels
+	views         prometheus.Gauge         // entities viewed, summed over sockets
+	presenceSent  prometheus.Counter       // presence changes queued to viewing sockets
+	nudges        *prometheus.CounterVec   // outcome: nudged, notHeld, unknown, rate_limited, forbidden
+	nudgesSent    prometheus.Counter       // nudges queued to holders' sockets
+	viewRefreshes prometheus.Counter       // refreshes of this instance's views in Redis
+	viewRestored  prometheus.Counter       // views Redis had lost, viewed again
 
 	// Resolved once: the write path counts every frame.
 	out map[protocol.FrameType]prometheus.Counter
@@ -38,6 +44,7 @@ const (
 	limitLocks        = "max_locks_per_socket"
 	limitPreAuthFrame = "pre_auth_frame"
 	limitPong         = "pong_timeout"
+	limitViews        = "max_views_per_socket"
 )
 
 // Slow-reader reasons, the label values of lockhub_hub_slow_disconnects_total.
@@ -91,8 +98,26 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"why", "outcome"}),
 		limits: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_limit_hits_total",
-			Help: "Limits of PROTOCOL.md §4 reached, by limit: max_connections and max_pending_auth (handshakes refused with 503), max_locks_per_socket (claims answered too_many_locks), pre_auth_frame (1009 before auth), pong_timeout (sockets cut without a Pong).",
+			Help: "Limits of PROTOCOL.md §4 reached, by limit: max_connections and max_pending_auth (handshakes refused with 503), max_locks_per_socket (claims answered too_many_locks), max_views_per_socket (views answered too_many_views), pre_auth_frame (1009 before auth), pong_timeout (sockets cut without a Pong).",
 		}, []string{"limit"}),
+		views: f.NewGauge(prometheus.GaugeOpts{
+			Name: "lockhub_hub_views", Help: "Entities viewed by this instance's sockets (PROTOCOL.md §9), counted once per socket.",
+		}),
+		presenceSent: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_presence_delivered_total", Help: "Presence changes queued to the sockets viewing the entity.",
+		}),
+		nudges: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_hub_nudges_total", Help: "Nudge requests, by outcome (nudged, notHeld, unknown, rate_limited, forbidden).",
+		}, []string{"outcome"}),
+		nudgesSent: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_nudges_delivered_total", Help: "Nudges queued to the holder's sockets that view the entity.",
+		}),
+		viewRefreshes: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_view_refreshes_total", Help: "Entities whose views by this instance's sockets were refreshed in Redis.",
+		}),
+		viewRestored: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_views_restored_total", Help: "Views Redis had lost (a restart, a refresh too late), announced again.",
+		}),
 		requestTiming: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lockhub_hub_request_seconds",
 			Help:    "Time from a request frame read to its answer queued, by type.",
@@ -101,7 +126,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.out = map[protocol.FrameType]prometheus.Counter{}
 	for _, t := range []protocol.FrameType{protocol.FrameWelcome, protocol.FrameResult, protocol.FrameSnapshot,
-		protocol.FrameLock, protocol.FrameError} {
+		protocol.FrameLock, protocol.FrameError, protocol.FramePong, protocol.FramePresence, protocol.FrameNudge} {
 		m.out[t] = m.framesOut.WithLabelValues(string(t))
 	}
 	return m

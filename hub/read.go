@@ -231,6 +231,12 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 			break
 		}
 		c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Locks: mine})
+	case protocol.FrameView:
+		c.view(req)
+	case protocol.FrameUnview:
+		c.unview(req)
+	case protocol.FrameNudge:
+		c.nudge(req)
 	case protocol.FrameAuth:
 		c.refresh(req)
 	case protocol.FramePing:

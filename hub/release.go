@@ -23,6 +23,7 @@ type detachJob struct {
 	conn   string
 	holder protocol.Holder
 	refs   []locks.Ref
+	views  []locks.Ref // the entities the socket viewed (view.go)
 }
 
 // releaser holds the jobs waiting for their grace. Every job waits the same grace, so
@@ -135,5 +136,15 @@ func (h *Hub) detach(ctx context.Context, job detachJob, release bool, why strin
 		}
 		h.met.detaches.WithLabelValues(why, string(res.Outcome)).Inc()
 		h.held.drop(ref, job.holder.OID, job.conn)
+	}
+	// Views end now, after the grace; without release (a shutdown) at the end of the
+	// grace, leaving the client time to view again from another instance. The refs
+	// were checked at view, and the store fails open.
+	for _, ref := range job.views {
+		if release {
+			_ = h.store.Unview(ctx, ref, job.conn)
+		} else {
+			_ = h.store.LeaveViews(ctx, ref, job.due, job.conn)
+		}
 	}
 }

@@ -47,6 +47,10 @@ type Change struct {
 type FeedHandler interface {
 	// Change delivers one change. Changes of one entity arrive in order.
 	Change(Change)
+	// Presence delivers a change of an entity's viewers (PROTOCOL.md §9).
+	Presence(PresenceChange)
+	// Nudge delivers a nudge for the sockets of a holder that view an entity (§9).
+	Nudge(NudgeChange)
 	// Resync says that a subscription was lost and is back: changes of the tenants
 	// for which affected reports true may have been missed, and their watchers need
 	// fresh snapshots. A nil affected means every tenant. affected is safe for
@@ -82,13 +86,27 @@ func (s *Store) publishCommand() string {
 	return "PUBLISH"
 }
 
-// parseMessage splits a feed message into its tenant and frame.
-func parseMessage(payload string) (Change, error) {
+// deliver reads one feed message and hands it to h: a lock event, or one of lockhub's
+// presence and nudge notices (presence.go).
+func deliver(payload string, h FeedHandler) error {
 	tenant, frame, ok := bytes.Cut([]byte(payload), []byte{'\n'})
 	if !ok || !ValidTenant(string(tenant)) {
-		return Change{}, errors.New("locks: feed message without a tenant")
+		return errors.New("locks: feed message without a tenant")
 	}
-	c := Change{Tenant: string(tenant), Frame: frame}
+	if notice, err := feedNotice(string(tenant), frame, h); notice || err != nil {
+		return err
+	}
+	c, err := parseChange(string(tenant), frame)
+	if err != nil {
+		return err
+	}
+	h.Change(c)
+	return nil
+}
+
+// parseChange reads the lock event of a feed message.
+func parseChange(tenant string, frame []byte) (Change, error) {
+	c := Change{Tenant: tenant, Frame: frame}
 	if err := json.Unmarshal(frame, &c.Event); err != nil {
 		return Change{}, fmt.Errorf("locks: feed message: %w", err)
 	}
@@ -174,12 +192,9 @@ func (s *Store) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, su
 			}
 			lost, backoff = false, feedBackoffMin
 		case *redis.Message:
-			c, err := parseMessage(m.Payload)
-			if err != nil {
+			if err := deliver(m.Payload, h); err != nil {
 				s.log.LogAttrs(ctx, slog.LevelWarn, "dropping a malformed feed message", slog.String("error", err.Error()))
-				continue
 			}
-			h.Change(c)
 		}
 	}
 }

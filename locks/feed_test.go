@@ -22,6 +22,20 @@ type recorder struct {
 	resyncs int
 	// resynced are the tenants each Resync named (nil: every tenant).
 	resynced []func(tenant string) bool
+	presence []PresenceChange
+	nudges   []NudgeChange
+}
+
+func (r *recorder) Presence(p PresenceChange) {
+	r.mu.Lock()
+	r.presence = append(r.presence, p)
+	r.mu.Unlock()
+}
+
+func (r *recorder) Nudge(n NudgeChange) {
+	r.mu.Lock()
+	r.nudges = append(r.nudges, n)
+	r.mu.Unlock()
 }
 
 func (r *recorder) Change(c Change) {

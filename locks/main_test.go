@@ -46,6 +46,8 @@ func TestStore(t *testing.T) {
 			t.Run("foreign expiry", func(t *testing.T) { testForeignExpiry(t, b) })
 			t.Run("other writers", func(t *testing.T) { testOtherWriters(t, b) })
 			t.Run("feed example", func(t *testing.T) { testFeedExample(t, b) })
+			t.Run("presence", func(t *testing.T) { testPresence(t, b) })
+			t.Run("nudge", func(t *testing.T) { testNudge(t, b) })
 			if b.cluster != nil {
 				t.Run("seed bug regression", func(t *testing.T) { testSeedBugRegression(t, b.cluster) })
 				t.Run("key slots", func(t *testing.T) { testKeySlotsOnCluster(t, b.cluster) })

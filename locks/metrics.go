@@ -61,6 +61,11 @@ const (
 	opSweep     opName = "sweep"
 	opSubscribe opName = "subscribe" // the change feed (fail-open only)
 	opInstances opName = "instances" // liveness records and holdings (fail-open only)
+	// Presence and nudges (PROTOCOL.md §9).
+	opView        opName = "view"
+	opUnview      opName = "unview"
+	opViewRefresh opName = "view_refresh"
+	opNudge       opName = "nudge"
 )
 
 // outcomeLabel is the outcome label of lockhub_store_operations_total. A lock operation
@@ -72,6 +77,7 @@ const (
 	labelHeld   outcomeLabel = "held"   // get: a live lock
 	labelListed outcomeLabel = "listed" // list, mine: the live locks read
 	labelSwept  outcomeLabel = "swept"  // sweep: the index pruned
+	labelViewed outcomeLabel = "viewed" // view, unview, view_refresh: the viewers read
 
 	// labelUnknown counts any operation that failed open, a read as well as a write.
 	labelUnknown = outcomeLabel(protocol.OutcomeUnknown)

@@ -37,6 +37,8 @@ type scripts struct {
 	takeover script[takeoverReply]
 	detach   script[detachReply]
 	sweep    *redis.Script // answers {found, values}: see sweep.lua
+	presence *redis.Script // presence.lua, without the prelude
+	nudge    *redis.Script // nudge.lua, without the prelude
 }
 
 func newScripts() scripts {
@@ -47,6 +49,8 @@ func newScripts() scripts {
 		takeover: newScript[takeoverReply](takeoverSrc),
 		detach:   newScript[detachReply](detachSrc),
 		sweep:    redis.NewScript(preludeSrc + sweepSrc),
+		presence: redis.NewScript(presenceSrc),
+		nudge:    redis.NewScript(nudgeSrc),
 	}
 }
 

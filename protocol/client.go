@@ -331,6 +331,30 @@ func (c *Client) Ping(ctx context.Context) (Pong, error) {
 	return *f.Pong, nil
 }
 
+// View starts viewing an entity (version 2, §9) and returns its viewers. Every later
+// change of them arrives, without an id, from NextFrame, as do nudges for the caller.
+func (c *Client) View(ctx context.Context, entityType, uid string) (Presence, error) {
+	f, err := c.call(ctx, Request{ID: c.newID(), Type: FrameView, EntityType: entityType, EntityUID: uid})
+	if err != nil {
+		return Presence{}, err
+	}
+	if f.Presence == nil {
+		return Presence{}, unexpected(f, FramePresence)
+	}
+	return *f.Presence, nil
+}
+
+// Unview ends a View: OutcomeUnviewed.
+func (c *Client) Unview(ctx context.Context, entityType, uid string) (Result, error) {
+	return c.result(c.call(ctx, Request{ID: c.newID(), Type: FrameUnview, EntityType: entityType, EntityUID: uid}))
+}
+
+// Nudge asks the holder of an entity the caller views to finish: OutcomeNudged,
+// OutcomeNotHeld or OutcomeUnknown; an *Error with CodeRateLimited or CodeForbidden.
+func (c *Client) Nudge(ctx context.Context, entityType, uid string) (Result, error) {
+	return c.result(c.call(ctx, Request{ID: c.newID(), Type: FrameNudge, EntityType: entityType, EntityUID: uid}))
+}
+
 // Mine returns the caller's live locks.
 func (c *Client) Mine(ctx context.Context) ([]Lock, error) {
 	r, err := c.result(c.call(ctx, Request{ID: c.newID(), Type: FrameMine}))

@@ -30,6 +30,9 @@ const (
 	// CodeTooManyLocks: a claim or takeover beyond the locks one socket may hold at
 	// a time (version 2); nothing was written.
 	CodeTooManyLocks ErrorCode = "too_many_locks"
+	// CodeTooManyViews: a view beyond the entities one socket may view at a time
+	// (version 2, §9).
+	CodeTooManyViews ErrorCode = "too_many_views"
 )
 
 // Error codes of HTTP answers only (PROTOCOL.md §5); each has its status.

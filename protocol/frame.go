@@ -36,4 +36,18 @@ const (
 	FrameLock FrameType = "lock"
 	// S: {"id":"..","type":"error","code":"bad_request","message":".."}
 	FrameError FrameType = "error"
+
+	// Presence and nudges (version 2, PROTOCOL.md §9).
+
+	// C: {"id":"20","type":"view","entityType":"..","entityUid":".."}
+	FrameView FrameType = "view"
+	// C: {"id":"21","type":"unview","entityType":"..","entityUid":".."}
+	FrameUnview FrameType = "unview"
+	// S: {"id":"20","type":"presence","entityType":"..","entityUid":"..","viewers":[{"oid":"..","name":"..","since":"..Z"}]}
+	// answers view; without an id, every change of the entity's viewers
+	FramePresence FrameType = "presence"
+	// C: {"id":"22","type":"nudge","entityType":"..","entityUid":".."}
+	// S: {"type":"nudge","entityType":"..","entityUid":"..","from":{"oid":"..","name":".."},"at":"..Z"}
+	// to the holder's sockets that view the entity
+	FrameNudge FrameType = "nudge"
 )

@@ -53,4 +53,6 @@ const (
 
 	OutcomeUnwatched Outcome = "unwatched" // socket: unwatch
 	OutcomeRefreshed Outcome = "refreshed" // socket: in-band token refresh
+	OutcomeUnviewed  Outcome = "unviewed"  // socket: unview (version 2, §9)
+	OutcomeNudged    Outcome = "nudged"    // socket: nudge; notHeld when nobody else holds it
 )

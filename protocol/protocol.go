@@ -43,4 +43,12 @@ const (
 	// PongTimeout is how long the hub waits for the Pong answering its WebSocket Ping
 	// (RFC 6455 §5.5.2) before it closes the socket (version 2, "Heartbeat").
 	PongTimeout = 10 * time.Second
+
+	// MaxViewsPerSocket caps the entities one socket views at a time (version 2,
+	// §9); a view beyond it answers CodeTooManyViews.
+	MaxViewsPerSocket = 50
+
+	// NudgeEvery is how often one person may nudge the holder of one entity (§9);
+	// sooner answers CodeRateLimited.
+	NudgeEvery = 30 * time.Second
 )

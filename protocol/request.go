@@ -17,6 +17,7 @@ import (
 //
 //	auth                              Token, and ID when it is a refresh (IsRefresh)
 //	claim, renew, release, takeover   ID, EntityType, EntityUID
+//	view, unview, nudge               ID, EntityType, EntityUID
 //	watch, unwatch                    ID, EntityType
 //	mine                              ID
 //
@@ -82,7 +83,7 @@ func requestMembers(typ FrameType) (need int, ok bool) {
 	switch typ {
 	case FrameAuth:
 		return needToken, true
-	case FrameClaim, FrameRenew, FrameRelease, FrameTakeover:
+	case FrameClaim, FrameRenew, FrameRelease, FrameTakeover, FrameView, FrameUnview, FrameNudge:
 		return needEntityType | needEntityUID, true
 	case FrameWatch, FrameUnwatch:
 		return needEntityType, true

@@ -49,6 +49,7 @@ func (w Welcome) MarshalJSON() ([]byte, error) {
 //	                                  "lock" is null when Lock is nil
 //	takeover of a held lock           {"id":"8","type":"result","outcome":"takenOver","lock":{..},"previousHolder":{..}}
 //	unwatch, auth with an id          {"id":"10","type":"result","outcome":"unwatched"}
+//	unview, nudge (Bare)              {"id":"21","type":"result","outcome":"unviewed"}
 //	mine (Outcome empty)              {"id":"11","type":"result","locks":[..]}
 //
 // PreviousHolder is written with OutcomeTakenOver only; Locks marshals as [] when nil.
@@ -58,6 +59,9 @@ type Result struct {
 	Lock           *Lock   `json:"lock,omitempty"`
 	PreviousHolder *Holder `json:"previousHolder,omitempty"`
 	Locks          []Lock  `json:"locks,omitempty"`
+	// Bare says the answer carries the outcome alone, no lock: unview's and nudge's
+	// (version 2, §9), whose notHeld says nothing of a lock.
+	Bare bool `json:"-"`
 }
 
 // MarshalJSON writes r as a result frame, shaped by its Outcome.
@@ -72,7 +76,10 @@ func (r Result) MarshalJSON() ([]byte, error) {
 			Type  FrameType `json:"type"`
 			Locks []Lock    `json:"locks"`
 		}{r.ID, FrameResult, r.Locks})
-	case OutcomeUnwatched, OutcomeRefreshed:
+	case OutcomeUnwatched, OutcomeRefreshed, OutcomeUnviewed, OutcomeNudged:
+		r.Bare = true
+	}
+	if r.Bare {
 		return json.Marshal(struct {
 			ID      string    `json:"id"`
 			Type    FrameType `json:"type"`
@@ -162,6 +169,8 @@ type ServerFrame struct {
 	Error    *Error     // FrameError
 	Event    *LockEvent // FrameLock
 	Pong     *Pong      // FramePong
+	Presence *Presence  // FramePresence (version 2)
+	Nudge    *Nudge     // FrameNudge (version 2)
 
 	// Raw is the frame as received. It is the slice given to DecodeServerFrame.
 	Raw []byte
@@ -189,9 +198,13 @@ type serverWire struct {
 	PreviousHolder *Holder `json:"previousHolder"`
 	Locks          []Lock  `json:"locks"`
 	EntityType     string  `json:"entityType"`
+	EntityUID      string  `json:"entityUid"`
 	Op             Op      `json:"op"`
 	At             Time    `json:"at"`
 
+	// presence, nudge
+	Viewers []Viewer `json:"viewers"`
+	From    Holder   `json:"from"`
 	// error
 	Code    ErrorCode `json:"code"`
 	Message string    `json:"message"`
@@ -233,7 +246,8 @@ func DecodeServerFrame(data []byte) (ServerFrame, error) {
 		switch w.Outcome {
 		case "":
 			r.Locks = w.Locks
-		case OutcomeUnwatched, OutcomeRefreshed:
+		case OutcomeUnwatched, OutcomeRefreshed, OutcomeUnviewed, OutcomeNudged:
+			r.Bare = true
 		case OutcomeTakenOver:
 			r.Lock, r.PreviousHolder = w.Lock, w.PreviousHolder
 		default:
@@ -252,6 +266,11 @@ func DecodeServerFrame(data []byte) (ServerFrame, error) {
 		}
 		f.ID, f.HasID = id, hasID
 		f.Pong = &Pong{ID: id, HasID: hasID, ServerTime: w.ServerTime}
+	case FramePresence:
+		f.ID, f.HasID = id, hasID
+		f.Presence = &Presence{ID: id, HasID: hasID, EntityType: w.EntityType, EntityUID: w.EntityUID, Viewers: w.Viewers}
+	case FrameNudge:
+		f.Nudge = &Nudge{EntityType: w.EntityType, EntityUID: w.EntityUID, From: w.From, At: w.At}
 	case FrameLock:
 		if w.Lock == nil {
 			return ServerFrame{}, badRequest("", "lock event without lock")

@@ -99,6 +99,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Hub.MaxPendingAuth, "max-pending-auth", hub.DefaultMaxPendingAuth, "sockets not yet authenticated this instance holds at most; a handshake beyond is refused with 503")
 	fs.IntVar(&c.Hub.MaxLocksPerSocket, "max-locks-per-socket", hub.DefaultMaxLocksPerSocket, "entities one socket may hold at a time; a claim beyond answers too_many_locks")
 	fs.DurationVar(&c.Hub.PingEvery, "ping-every", hub.DefaultPingEvery, "how often the hub Pings each socket; one without a Pong 10s later is cut")
+	fs.DurationVar(&c.Hub.ViewTTL, "presence-ttl", hub.DefaultViewTTL, "how long a socket's view of an entity lasts in Redis unless refreshed (every third of it): a dead instance's viewers go within about 4/3 of it")
 	fs.DurationVar(&c.Hub.InstanceTimeout, "instance-timeout", hub.DefaultInstanceTimeout, "an instance that has not refreshed its liveness record in this long is dead: the others release its sockets' locks after --release-grace")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "", "a separate address for /metrics, then served only there (empty: /metrics on --listen)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")

@@ -35,7 +35,7 @@ func TestInstanceDeath(t *testing.T) {
 
 func testInstanceDeath(t *testing.T, bin string, redisArgs []string, rdb redis.UniversalClient) {
 	const grace = 300 * time.Millisecond
-	args := append([]string{"--dev", "--release-grace", grace.String(), "--instance-timeout", "1500ms"}, redisArgs...)
+	args := append([]string{"--dev", "--release-grace", grace.String(), "--instance-timeout", "1500ms", "--presence-ttl", "1500ms"}, redisArgs...)
 	dead := startBinary(t, bin, append([]string{"--listen", "127.0.0.1:0"}, args...))
 	live := start(t, args, env())
 	ctx := t.Context()
@@ -63,7 +63,15 @@ func testInstanceDeath(t *testing.T, bin string, redisArgs []string, rdb redis.U
 		t.Fatal(err)
 	}
 	key := func(uid string) string { return "lock:{acme}:ApprovalRequest:" + uid }
-	tab(deadURL, "r-1") // one tab, on the instance that dies
+	adaDead, _ := tab(deadURL, "r-1") // one tab, on the instance that dies
+	// Ada's tab views r-1 too, and so does Grace, on the live instance (PROTOCOL.md §9).
+	graceLive := dialAuth(t, "ws"+strings.TrimPrefix(live.url, "http")+"/ws", devToken(t, live.url, "u-grace"))
+	if _, err := adaDead.View(ctx, "ApprovalRequest", "r-1"); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := graceLive.View(ctx, "ApprovalRequest", "r-1"); err != nil || len(p.Viewers) != 2 {
+		t.Fatalf("Grace's view answered %+v, %v; want Ada and Grace", p, err)
+	}
 	tab(deadURL, "r-2") // two tabs; the live one releases
 	releaser, _ := tab(live.url, "r-2")
 	tab(deadURL, "r-3") // two tabs; the live one keeps it
@@ -123,6 +131,19 @@ func testInstanceDeath(t *testing.T, bin string, redisArgs []string, rdb redis.U
 	if n := rdb.Exists(ctx, key("r-3")).Val(); n != 0 {
 		t.Fatal("r-3 kept after its last live tab released it")
 	}
+	// Ada's view on the dead instance ran out: Grace sees her go, within the contract's
+	// 60 s (about four thirds of --presence-ttl).
+	redistest.Within(t, 60*time.Second-time.Since(killed), "Ada's view gone with her instance", func() error {
+		f, err := graceLive.NextFrame(ctx)
+		if err != nil {
+			return err
+		}
+		if f.Presence == nil || len(f.Presence.Viewers) != 1 || f.Presence.Viewers[0].OID != "u-grace" {
+			return fmt.Errorf("Grace got %s", f.Raw)
+		}
+		return nil
+	})
+	t.Logf("Ada's view gone %s after the kill", time.Since(killed).Round(time.Millisecond))
 	// The watcher on the live instance saw each lock go.
 	released := map[string]bool{}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -1,0 +1,315 @@
+package locks
+
+import (
+	"bytes"
+	"context"
+	_ "embed" // presence.lua, nudge.lua
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// Presence and nudges (PROTOCOL.md §9).
+//
+// Who views an entity is kept in Redis, in the tenant's slot like its lock, so that
+// every instance sees the viewers of every other: per entity a sorted set of the
+// viewing sockets' ids scored by when their view runs out, and a hash of who each
+// socket is. A socket's view lives for the ttl its hub gives and is refreshed by that
+// hub while the socket lives (RefreshViews), so the views of an instance that died run
+// out by themselves. Every change is one script (scripts/presence.lua) that drops the
+// views that ran out, makes the change, and compares the people viewing with those it
+// announced last: a change of them is published on the tenant's channel of the change
+// feed in the same step, so it is announced once, and in order, whichever instance
+// made it.
+
+var (
+	//go:embed scripts/presence.lua
+	presenceSrc string
+	//go:embed scripts/nudge.lua
+	nudgeSrc string
+)
+
+// ViewsKey returns the key of the sorted set of the sockets viewing r, scored by when
+// each view runs out (Unix ms): lockview:{<tenant>}:<entityType>:<entityUid>. Ours.
+func ViewsKey(r Ref) string { return "lockview:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
+
+// ViewersKey returns the key of the hash of who each socket viewing r is, and of the
+// viewers last announced: lockviewer:{<tenant>}:<entityType>:<entityUid>. Ours; it
+// lives and dies with ViewsKey.
+func ViewersKey(r Ref) string { return "lockviewer:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
+
+// nudgeKey returns the key that bars oid from nudging r's holder again for a while:
+// locknudge:{<tenant>}:<entityType>:<entityUid>:<oid>. Ours.
+func nudgeKey(r Ref, oid string) string {
+	return "locknudge:{" + r.Tenant + "}:" + r.Type + ":" + r.UID + ":" + oid
+}
+
+// viewMargin is how long the presence keys outlive their latest view.
+const viewMargin = 5 * time.Second
+
+// View is one socket's view of an entity.
+type View struct {
+	Conn   string          // the socket's connection id
+	Viewer protocol.Viewer // who views, and since when this socket does
+}
+
+// PresenceChange is a change of an entity's viewers, from the change feed.
+type PresenceChange struct {
+	Ref Ref
+	// Frame is the protocol.Presence frame, without id, to send to the entity's
+	// viewers. Shared by every receiver: do not modify.
+	Frame []byte
+}
+
+// NudgeChange is a nudge from the change feed, for the sockets of the holder To that
+// view Ref.
+type NudgeChange struct {
+	Ref   Ref
+	To    string         // the oid of the holder asked
+	Nudge protocol.Nudge // the frame to send them
+}
+
+// TooSoonError refuses a nudge that follows the caller's last one of the same entity
+// too soon (PROTOCOL.md §9: one per person per entity per 30 s). Transports answer it
+// as rate_limited.
+type TooSoonError struct {
+	Wait time.Duration // until the next nudge may go
+}
+
+func (e *TooSoonError) Error() string { return "locks: " + e.ClientMessage() }
+
+// ErrorCode returns protocol.CodeRateLimited.
+func (e *TooSoonError) ErrorCode() protocol.ErrorCode { return protocol.CodeRateLimited }
+
+// ClientMessage says when the next nudge may go.
+func (e *TooSoonError) ClientMessage() string {
+	secs := max(1, int((e.Wait+time.Second-1)/time.Second))
+	return fmt.Sprintf("you asked the holder to finish a moment ago; you may ask again in %d s", secs)
+}
+
+var _ protocol.ClientError = (*TooSoonError)(nil)
+
+// checkView refuses what no view or nudge of ref by oid could ever be.
+func (s *Store) checkView(ref Ref, oid string) error {
+	if err := ref.Validate(); err != nil {
+		return err
+	}
+	if !ValidOID(oid) {
+		return &InvalidEntityError{Field: "holderOid", Value: oid}
+	}
+	return s.reg.Check(ref.Type)
+}
+
+// View adds socket v.Conn to the viewers of ref until ttl from now (a view already
+// there keeps its since), and returns the viewers of ref, the socket's person among
+// them. A change of them is announced on the change feed. It fails open: when Redis
+// cannot be reached it answers no viewers, and logs and counts why; the caller keeps
+// the view and refreshes it, so it is back when Redis is.
+func (s *Store) View(ctx context.Context, ref Ref, v View, ttl time.Duration) ([]protocol.Viewer, error) {
+	if err := s.checkView(ref, v.Viewer.OID); err != nil {
+		return nil, err
+	}
+	viewer, err := json.Marshal(v.Viewer)
+	if err != nil {
+		return nil, err // a Viewer of valid strings always encodes
+	}
+	res, _ := runOp(ctx, s, opView, func(ctx context.Context) (presenceReply, error) {
+		now := s.now()
+		return s.presence(ctx, ref, now, "view", v.Conn, now.Add(ttl).UnixMilli(), v.Viewer.OID,
+			v.Viewer.Since.UnixMilli(), viewer)
+	}, presenceLabel)
+	return res.viewers, nil
+}
+
+// Unview drops the views of ref by the sockets conns at once. It fails open.
+func (s *Store) Unview(ctx context.Context, ref Ref, conns ...string) error {
+	if err := s.checkView(ref, "-"); err != nil {
+		return err
+	}
+	if len(conns) == 0 {
+		return nil
+	}
+	runOp(ctx, s, opUnview, func(ctx context.Context) (presenceReply, error) {
+		return s.presence(ctx, ref, s.now(), "unview", anys(conns)...)
+	}, presenceLabel)
+	return nil
+}
+
+// LeaveViews ends the views of ref by the sockets conns at the time at rather than now:
+// the sockets of an instance shutting down, whose clients reconnect elsewhere and view
+// again meanwhile, so that nobody seems to leave and come back. A view that ran out by
+// at ends at its own time. It fails open.
+func (s *Store) LeaveViews(ctx context.Context, ref Ref, at time.Time, conns ...string) error {
+	if err := s.checkView(ref, "-"); err != nil {
+		return err
+	}
+	if len(conns) == 0 {
+		return nil
+	}
+	runOp(ctx, s, opUnview, func(ctx context.Context) (presenceReply, error) {
+		return s.presence(ctx, ref, s.now(), "leave", append([]any{at.UnixMilli()}, anys(conns)...)...)
+	}, presenceLabel)
+	return nil
+}
+
+// RefreshViews extends the views of ref by the sockets conns until ttl from now, and
+// returns the viewers of ref and which of conns Redis no longer had (it restarted, or
+// the hub could not refresh in time): their hub views again with View. With no conns
+// it only reads the viewers (dropping those that ran out). ok is false when it failed
+// open.
+func (s *Store) RefreshViews(ctx context.Context, ref Ref, ttl time.Duration, conns ...string) (viewers []protocol.Viewer, missing []string, ok bool, err error) {
+	if err := s.checkView(ref, "-"); err != nil {
+		return nil, nil, false, err
+	}
+	res, ok := runOp(ctx, s, opViewRefresh, func(ctx context.Context) (presenceReply, error) {
+		now := s.now()
+		return s.presence(ctx, ref, now, "refresh", append([]any{now.Add(ttl).UnixMilli()}, anys(conns)...)...)
+	}, presenceLabel)
+	return res.viewers, res.missing, ok, nil
+}
+
+// presenceReply is what presence.lua answers.
+type presenceReply struct {
+	viewers []protocol.Viewer
+	missing []string
+}
+
+func presenceLabel(presenceReply) outcomeLabel { return labelViewed }
+
+// presence runs presence.lua on ref for op with args.
+func (s *Store) presence(ctx context.Context, ref Ref, now time.Time, op string, args ...any) (presenceReply, error) {
+	head := ref.Tenant + "\n" + `{"type":"` + string(protocol.FramePresence) + `","entityType":"` + ref.Type +
+		`","entityUid":"` + ref.UID + `","viewers":`
+	argv := append([]any{s.publishCommand(), s.channel(ref.Tenant), head, now.UnixMilli(), viewMargin.Milliseconds(), op}, args...)
+	reply, err := s.sc.presence.Run(ctx, s.rdb, []string{ViewsKey(ref), ViewersKey(ref)}, argv...).Slice()
+	if err != nil {
+		return presenceReply{}, err
+	}
+	if len(reply) != 2 {
+		return presenceReply{}, &corruptError{fmt.Sprintf("presence script answered %d values, want 2", len(reply))}
+	}
+	js, _ := reply[0].(string)
+	var res presenceReply
+	if err := json.Unmarshal([]byte(js), &res.viewers); err != nil {
+		return presenceReply{}, &corruptError{"presence script answered viewers that are not JSON: " + err.Error()}
+	}
+	missing, _ := reply[1].([]any)
+	for _, m := range missing {
+		if id, ok := m.(string); ok {
+			res.missing = append(res.missing, id)
+		}
+	}
+	return res, nil
+}
+
+// Nudge asks the holder of ref, on behalf of from, to finish: the nudge is published for
+// the holder's sockets that view ref, on every instance. It answers nudged, notHeld
+// (nobody holds ref, or from does) or unknown (fail open: nothing was sent), and a
+// *TooSoonError when from nudged ref's holder less than every ago.
+func (s *Store) Nudge(ctx context.Context, ref Ref, from protocol.Holder, every time.Duration) (protocol.Outcome, error) {
+	if err := s.checkView(ref, from.OID); err != nil {
+		return "", err
+	}
+	type answer struct {
+		outcome protocol.Outcome
+		wait    time.Duration
+	}
+	res, ok := runOp(ctx, s, opNudge, func(ctx context.Context) (answer, error) {
+		now := s.now()
+		frame, err := json.Marshal(protocol.Nudge{EntityType: ref.Type, EntityUID: ref.UID, From: from, At: protocol.NewTime(now)})
+		if err != nil {
+			return answer{}, err
+		}
+		// The feed's message: the frame with the holder's oid added as "to", which the
+		// script appends, having read whose lock it is.
+		head := ref.Tenant + "\n" + string(frame[:len(frame)-1]) + `,"to":`
+		reply, err := s.sc.nudge.Run(ctx, s.rdb, []string{LockKey(ref), nudgeKey(ref, from.OID)},
+			s.publishCommand(), s.channel(ref.Tenant), head, from.OID, every.Milliseconds()).Slice()
+		if err != nil {
+			return answer{}, err
+		}
+		if len(reply) != 2 {
+			return answer{}, &corruptError{fmt.Sprintf("nudge script answered %d values, want 2", len(reply))}
+		}
+		st, _ := reply[0].(string)
+		wait, _ := reply[1].(int64)
+		switch st {
+		case "nudged":
+			return answer{outcome: protocol.OutcomeNudged}, nil
+		case "notHeld":
+			return answer{outcome: protocol.OutcomeNotHeld}, nil
+		case "rateLimited":
+			return answer{outcome: outcomeTooSoon, wait: time.Duration(wait) * time.Millisecond}, nil
+		}
+		return answer{}, &corruptError{fmt.Sprintf("nudge script answered status %q", st)}
+	}, func(a answer) outcomeLabel { return outcomeLabel(a.outcome) })
+	switch {
+	case !ok:
+		return protocol.OutcomeUnknown, nil
+	case res.outcome == outcomeTooSoon:
+		return "", &TooSoonError{Wait: res.wait}
+	}
+	return res.outcome, nil
+}
+
+// outcomeTooSoon labels a nudge refused for the rate; it answers a TooSoonError.
+const outcomeTooSoon protocol.Outcome = "rateLimited"
+
+// anys converts strings to script arguments.
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// Messages of lockhub's own on the change feed besides lock events: their frames begin
+// with these bytes, as the store writes them.
+var (
+	presencePrefix = []byte(`{"type":"` + string(protocol.FramePresence) + `",`)
+	nudgePrefix    = []byte(`{"type":"` + string(protocol.FrameNudge) + `",`)
+)
+
+// feedNotice reads a presence or nudge message of the feed (after its tenant) and
+// delivers it to h; it reports false for any other message (a lock event).
+func feedNotice(tenant string, frame []byte, h FeedHandler) (bool, error) {
+	var head struct {
+		EntityType string `json:"entityType"`
+		EntityUID  string `json:"entityUid"`
+	}
+	switch {
+	case bytes.HasPrefix(frame, presencePrefix):
+		if err := json.Unmarshal(frame, &head); err != nil {
+			return true, fmt.Errorf("locks: presence message: %w", err)
+		}
+		ref := Ref{Tenant: tenant, Type: head.EntityType, UID: head.EntityUID}
+		if err := ref.Validate(); err != nil {
+			return true, err
+		}
+		h.Presence(PresenceChange{Ref: ref, Frame: frame})
+		return true, nil
+	case bytes.HasPrefix(frame, nudgePrefix):
+		var m struct {
+			protocol.Nudge
+			To string `json:"to"`
+		}
+		if err := json.Unmarshal(frame, &m); err != nil {
+			return true, fmt.Errorf("locks: nudge message: %w", err)
+		}
+		ref := Ref{Tenant: tenant, Type: m.EntityType, UID: m.EntityUID}
+		if err := ref.Validate(); err != nil {
+			return true, err
+		}
+		if !ValidOID(m.To) {
+			return true, errors.New("locks: nudge message without a valid holder oid " + strconv.Quote(m.To))
+		}
+		h.Nudge(NudgeChange{Ref: ref, To: m.To, Nudge: m.Nudge})
+		return true, nil
+	}
+	return false, nil
+}
