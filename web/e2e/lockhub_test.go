@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -121,11 +122,12 @@ type hubProc struct {
 const devEnv = "LOCKHUB_DEV=true"
 
 // startHub runs the binary on a fresh port against redisURL, in development mode, with
-// flags added to the defaults, and stops it when t ends. Its output goes to lockhub.log
-// in the output directory.
+// flags added to the defaults, and stops it when t ends. Its output goes to
+// lockhub-<top-level test>.log in the output directory, so that tests running in
+// parallel keep their logs apart.
 func startHub(t *testing.T, bin, redisURL string, flags ...string) *hubProc {
 	t.Helper()
-	logPath := filepath.Join(outputDir(t), "lockhub.log")
+	logPath := filepath.Join(outputDir(t), "lockhub-"+strings.SplitN(t.Name(), "/", 2)[0]+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)

@@ -88,12 +88,13 @@ export class DetailView {
   }
 
   /**
-   * The open request, its lock state and who else is on it, for QA.
-   * @returns {{uid: string, state: FormState, others: import('/static/lockhub.js').OtherViewer[]}|null}
+   * The open request, its lock state, who else is on it and who asked to finish, for QA.
+   * @returns {{uid: string, state: FormState, others: import('/static/lockhub.js').OtherViewer[],
+   *   nudges: import('/static/lockhub.js').Nudge[]}|null}
    */
   get summary() {
     const cur = this.current;
-    return cur ? { uid: cur.uid, state: cur.form.state, others: cur.form.others } : null;
+    return cur ? { uid: cur.uid, state: cur.form.state, others: cur.form.others, nudges: cur.form.nudges } : null;
   }
 
   /**
