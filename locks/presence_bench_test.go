@@ -18,6 +18,7 @@ import (
 // viewers over 1,000 entities, 10 people each, on a real redis-server:
 //
 //   - bytes/viewer: Redis's used_memory grown by the views, per view;
+//
 //   - refresh: one entity's refresh (its 10 views extended in one script, as each
 //     instance does every --presence-ttl/3), timed against a PING round trip measured
 //     interleaved (refresh/ping), and the script's own time inside Redis
@@ -25,7 +26,7 @@ import (
 //     refreshing 10,000 viewers takes with the default 30 s ttl (1,000 entities every
 //     10 s).
 //
-//	go test -run='^$' -bench=Presence -benchtime=2000x ./locks/
+//     go test -run='^$' -bench=Presence -benchtime=2000x ./locks/
 func BenchmarkPresence(b *testing.B) {
 	const entities, perEntity = 1000, 10
 	srv := redistest.StartServer(b)
