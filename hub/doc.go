@@ -47,6 +47,17 @@
 // tenant's sockets: the watcher index is keyed by (tenant, type), and a socket's tenant
 // is its token's.
 //
+// # Presence
+//
+// A socket views an entity with view (view.go): its view is kept in Redis, in the
+// tenant's slot, with a ttl (ViewTTL) that Run refreshes while the socket lives, and
+// the store announces each change of the people viewing on the change feed; the hub
+// queues it to its own sockets that view the entity, and to no other. A socket that
+// closes stops viewing after the release grace; one of an instance that died is
+// refreshed by nobody, and its view runs out. nudge asks the holder of a viewed entity
+// to finish: the store checks the holder and the rate, and each instance queues the
+// nudge to the holder's sockets that view it.
+//
 // # Release on disconnect
 //
 // A lock claimed through a socket is released ReleaseGrace after the socket closes,
@@ -103,8 +114,8 @@
 // All methods of Hub may be called concurrently. Every goroutine
 // has an owner that joins it: a socket's reader is started by ServeHTTP and joined by
 // Shutdown; its handler, writer and close handshake are joined by its reader before it
-// tears down; the feed, sweeper, resync and release goroutines are started and joined
-// by Run. No lock is held across a network write or a store call: the hub's lock
+// tears down; the feed, sweeper, resync, release and view-refresh goroutines are started
+// and joined by Run. No lock is held across a network write or a store call: the hub's lock
 // guards the socket and watcher sets (read-locked while an event is queued, which never
 // blocks), and each socket's lock its queues and state.
 package hub

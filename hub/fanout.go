@@ -118,7 +118,7 @@ func (h *Hub) resyncTenants(ctx context.Context, affected func(tenant string) bo
 		if err != nil {
 			list = nil // only for names the hub validated before watching: cannot happen
 		}
-		snap := snapshotFrame(protocol.Request{}, key.typ, list) // unsolicited: no id
+		snap := snapshotFrame(protocol.Request{}, key.typ, encodeLocks(list)) // unsolicited: no id
 		for i, c := range conns {
 			c.endSnapshot(key.typ, starts[i], snap)
 		}

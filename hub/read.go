@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -350,7 +351,7 @@ func (c *conn) watch(req protocol.Request) {
 		return c.h.store.List(ctx, tenant, typ)
 	})
 	if err != nil { // checked above; the store agrees
-		list = nil
+		list = encodeLocks(nil)
 	}
 	c.endSnapshot(typ, start, snapshotFrame(req, typ, list))
 }
@@ -405,8 +406,24 @@ func (c *conn) sendError(req protocol.Request, err error) {
 	c.sendJSON(protocol.FrameError, errorFrame(req, err))
 }
 
-// snapshotFrame encodes the snapshot of typ answering req; an unsolicited one answers
-// protocol.Request{} and carries no id.
-func snapshotFrame(req protocol.Request, typ string, list []protocol.Lock) outFrame {
-	return encodeFrame(protocol.FrameSnapshot, protocol.Snapshot{ID: req.ID, HasID: req.HasID, EntityType: typ, Locks: list})
+// snapshotFrame is the snapshot of typ answering req, its locks already encoded (a
+// JSON array, see encodeLocks); an unsolicited one answers protocol.Request{} and
+// carries no id. The bytes are protocol.Snapshot's, built around the shared locks
+// rather than encoded for each watcher.
+func snapshotFrame(req protocol.Request, typ string, locks []byte) outFrame {
+	b := make([]byte, 0, len(locks)+len(typ)+len(req.ID)+64)
+	b = append(b, '{')
+	if req.ID != "" || req.HasID {
+		id, _ := json.Marshal(req.ID) // a string always encodes
+		b = append(b, `"id":`...)
+		b = append(b, id...)
+		b = append(b, ',')
+	}
+	b = append(b, `"type":"`+string(protocol.FrameSnapshot)+`","entityType":`...)
+	t, _ := json.Marshal(typ) // a checked name; encoded all the same
+	b = append(b, t...)
+	b = append(b, `,"locks":`...)
+	b = append(b, locks...)
+	b = append(b, '}')
+	return outFrame{b: b, typ: protocol.FrameSnapshot}
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 
 	"github.com/lockhub/lockhub/protocol"
@@ -40,14 +41,18 @@ type snapshotRead struct {
 	start   chan struct{} // closed when the read may begin (the one before it ended)
 	done    chan struct{} // closed when list and err are set
 	list    []protocol.Lock
+	locks   []byte // list encoded once, as the "locks" member, for every watcher it serves
 	err     error
 	waiters int // guarded by snapshotReads.mu; watchers served, the leader included
 }
 
 // list returns a snapshot of key read after this call began, sharing the read with
-// other callers where that is valid (see above). read is the List call; it is made by
-// one of the callers sharing it, with that caller's ctx.
-func (s *snapshotReads) list(ctx context.Context, key watchKey, read func(context.Context) ([]protocol.Lock, error)) ([]protocol.Lock, error) {
+// other callers where that is valid (see above), as the JSON array of its locks: the
+// read's locks are encoded once for all who share it (a crowd's 10,000 watchers would
+// otherwise encode the same snapshot 10,000 times). read is the List call; it is made
+// by one of the callers sharing it, with that caller's ctx. The bytes are shared: do
+// not modify them.
+func (s *snapshotReads) list(ctx context.Context, key watchKey, read func(context.Context) ([]protocol.Lock, error)) ([]byte, error) {
 	s.mu.Lock()
 	if s.keys == nil {
 		s.keys = map[watchKey]*snapshotKey{}
@@ -75,10 +80,11 @@ func (s *snapshotReads) list(ctx context.Context, key watchKey, read func(contex
 
 	if !leader {
 		<-r.done
-		return r.list, r.err
+		return r.locks, r.err
 	}
 	<-r.start
 	r.list, r.err = read(ctx)
+	r.locks = encodeLocks(r.list)
 
 	s.mu.Lock()
 	k.reading, k.next = k.next, nil
@@ -92,7 +98,19 @@ func (s *snapshotReads) list(ctx context.Context, key watchKey, read func(contex
 	}
 	s.mu.Unlock()
 	close(r.done)
-	return r.list, r.err
+	return r.locks, r.err
+}
+
+// encodeLocks encodes locks as a snapshot's "locks" member: [] when there are none.
+func encodeLocks(locks []protocol.Lock) []byte {
+	if locks == nil {
+		locks = []protocol.Lock{}
+	}
+	b, err := json.Marshal(locks)
+	if err != nil {
+		panic("hub: encoding locks cannot fail: " + err.Error())
+	}
+	return b
 }
 
 func newSnapshotRead() *snapshotRead {

@@ -319,3 +319,27 @@ func TestWatchCrowdWhileChanging(t *testing.T) {
 	}
 	wantStore(t, th, models)
 }
+
+// TestSnapshotFrameBytes: the snapshot frame built around shared locks is, byte for
+// byte, protocol.Snapshot's encoding, for every kind of id.
+func TestSnapshotFrameBytes(t *testing.T) {
+	now := protocol.NewTime(time.Date(2026, 12, 2, 9, 15, 0, 123e6, time.UTC))
+	l := protocol.Lock{EntityType: typ, EntityUID: "r-1", HolderOID: "u-ada", HolderName: `Ada "<Lovelace>"`, AcquiredAt: now, ExpiresAt: now}
+	for _, tc := range []struct {
+		name  string
+		req   protocol.Request
+		locks []protocol.Lock
+	}{
+		{"answer", protocol.Request{ID: "9"}, []protocol.Lock{l, l}},
+		{"empty id", protocol.Request{HasID: true}, []protocol.Lock{l}},
+		{"id to escape", protocol.Request{ID: "a\"b\\c</script>\u2028é"}, nil},
+		{"unsolicited", protocol.Request{}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, _ := json.Marshal(protocol.Snapshot{ID: tc.req.ID, HasID: tc.req.HasID, EntityType: typ, Locks: tc.locks})
+			if got := snapshotFrame(tc.req, typ, encodeLocks(tc.locks)).b; string(got) != string(want) {
+				t.Errorf("snapshot frame\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockhub/lockhub/locks"
@@ -214,24 +215,30 @@ func (h *Hub) refreshViews(ctx context.Context, resync func(tenant string) bool)
 	views := h.viewsNow()
 	sem := make(chan struct{}, viewWorkers)
 	var wg sync.WaitGroup
+	// Once Redis fails a refresh, the rest of the pass would only wait out the store's
+	// timeout and warn again: the next pass makes up for it.
+	var failed atomic.Bool
 	for ref, set := range views {
 		if resync != nil && !resync(ref.Tenant) {
 			continue
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || failed.Load() {
 			break
 		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			h.refreshView(ctx, ref, set, resync != nil)
+			if !failed.Load() && !h.refreshView(ctx, ref, set, resync != nil) {
+				failed.Store(true)
+			}
 		})
 	}
 	wg.Wait()
 }
 
-// refreshView refreshes this instance's views of ref.
-func (h *Hub) refreshView(ctx context.Context, ref locks.Ref, set map[*conn]protocol.Viewer, resend bool) {
+// refreshView refreshes this instance's views of ref; it reports false when Redis
+// failed it.
+func (h *Hub) refreshView(ctx context.Context, ref locks.Ref, set map[*conn]protocol.Viewer, resend bool) bool {
 	ids := make([]string, 0, len(set))
 	byID := make(map[string]*conn, len(set))
 	for c := range set {
@@ -240,7 +247,7 @@ func (h *Hub) refreshView(ctx context.Context, ref locks.Ref, set map[*conn]prot
 	}
 	viewers, missing, ok, _ := h.store.RefreshViews(ctx, ref, h.cfg.ViewTTL, ids...) // refs were checked at view
 	if !ok {
-		return // Redis is not there: the next refresh makes the views again
+		return false // Redis is not there: the next refresh makes the views again
 	}
 	h.met.viewRefreshes.Inc()
 	for _, id := range missing {
@@ -255,7 +262,7 @@ func (h *Hub) refreshView(ctx context.Context, ref locks.Ref, set map[*conn]prot
 		}
 	}
 	if !resend {
-		return
+		return true
 	}
 	out := encodeFrame(protocol.FramePresence, protocol.Presence{EntityType: ref.Type, EntityUID: ref.UID, Viewers: viewers})
 	key := viewPending(ref)
@@ -264,6 +271,7 @@ func (h *Hub) refreshView(ctx context.Context, ref locks.Ref, set map[*conn]prot
 		c.push(key, out)
 	}
 	h.mu.RUnlock()
+	return true
 }
 
 // viewOf reports whether c still views ref, and as whom.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,16 +17,11 @@ import (
 
 // clock is a store clock the test moves: presence entries run out by the caller's
 // clock, so expiry is driven, not waited for.
-type clock struct{ ms atomic.Int64 }
+type clock struct{ *redistest.Clock }
 
-func newClock() *clock {
-	c := &clock{}
-	c.ms.Store(time.Now().UnixMilli())
-	return c
-}
+func newClock() *clock { return &clock{redistest.NewClock()} }
 
-func (c *clock) Now() time.Time          { return time.UnixMilli(c.ms.Load()) }
-func (c *clock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+func (c *clock) advance(d time.Duration) { c.Advance(d) }
 func (c *clock) view(h protocol.Holder, conn string) View {
 	return View{Conn: conn, Viewer: protocol.Viewer{OID: h.OID, Name: h.Name, Since: protocol.NewTime(c.Now())}}
 }

@@ -34,6 +34,17 @@
 //	S: {"id":"9","type":"snapshot","entityType":"ApprovalRequest","locks":[..]}
 //	S: {"type":"lock","op":"Acquired","lock":{..},"at":"2026-12-02T09:15:00.123Z"}
 //
+// Presence (version 2). view answers with the people viewing an entity, one per oid,
+// ordered by since, then sends every change of them, without an id, until unview; a
+// viewer may nudge the holder, who receives a nudge frame on each socket that views the
+// entity.
+//
+//	C: {"id":"20","type":"view","entityType":"ApprovalRequest","entityUid":"r-1001"}
+//	S: {"id":"20","type":"presence","entityType":"ApprovalRequest","entityUid":"r-1001","viewers":[..]}
+//	C: {"id":"22","type":"nudge","entityType":"ApprovalRequest","entityUid":"r-1001"}
+//	S: {"id":"22","type":"result","outcome":"nudged"}
+//	S: {"type":"nudge","entityType":"ApprovalRequest","entityUid":"r-1001","from":{..},"at":".."}   to the holder
+//
 // Refresh. The token is replaced in band, before it expires, by auth with an id. The
 // tenant and oid must not change (else CloseForbidden, 4403).
 //

@@ -18,6 +18,8 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(`{"id":"7","type":"claim","entityType":"ApprovalRequest","entityUid":"r-1001"}`))
 	f.Add([]byte(`{"id":"8","type":"takeover","entityType":"ApprovalRequest","entityUid":"r-1001"}`))
 	f.Add([]byte(`{"id":"9","type":"watch","entityType":"ApprovalRequest"}`))
+	f.Add([]byte(`{"id":"20","type":"view","entityType":"ApprovalRequest","entityUid":"r-1001"}`))
+	f.Add([]byte(`{"id":"22","type":"nudge","entityType":"ApprovalRequest"}`)) // missing entityUid
 	f.Add([]byte(`{"id":"11","type":"mine"}`))
 	// Mistyped and missing members: each error path, with and without a readable id.
 	f.Add([]byte(`{"id":7,"type":"mine"}`))
@@ -120,6 +122,12 @@ func FuzzDecodeServerFrame(f *testing.F) {
 	f.Add([]byte(`{"id":"9","type":"snapshot","entityType":"ApprovalRequest","locks":[]}`))
 	f.Add([]byte(`{"type":"error","code":"bad_request","message":"missing id"}`))
 	f.Add([]byte(`{"type":"lock","op":"TakenOver","lock":` + lockJSON + `,"previousHolder":{"oid":"u-bob","name":"Bob"},"at":"2026-12-02T09:15:00.123Z"}`))
+	f.Add([]byte(`{"id":"13","type":"pong","serverTime":"2026-12-02T09:15:00.123Z"}`))
+	// Presence and nudges (version 2): an answer, a change, a nudge, a bare result.
+	f.Add([]byte(`{"id":"20","type":"presence","entityType":"ApprovalRequest","entityUid":"r-1001","viewers":[{"oid":"u-ada","name":"Ada","since":"2026-12-02T09:15:00.123Z"}]}`))
+	f.Add([]byte(`{"type":"presence","entityType":"ApprovalRequest","entityUid":"r-1001","viewers":null}`))
+	f.Add([]byte(`{"type":"nudge","entityType":"ApprovalRequest","entityUid":"r-1001","from":{"oid":"u-grace","name":"Grace"},"at":"2026-12-02T09:15:00.123Z","to":"u-ada"}`))
+	f.Add([]byte(`{"id":"22","type":"result","outcome":"nudged","lock":null}`))
 	// Members a frame's shape does not carry: dropped on decode, so re-encoding is stable.
 	f.Add([]byte(`{"id":"1","type":"result","lock":` + lockJSON + `,"locks":null,"previousHolder":{}}`))
 	f.Add([]byte(`{"type":"lock","op":"Acquired","lock":{},"previousHolder":{"oid":"x"}}`))

@@ -27,6 +27,9 @@ func TestDecodeRequest(t *testing.T) {
 		{"watch", `{"id":"9","type":"watch","entityType":"ApprovalRequest"}`, Request{ID: "9", Type: FrameWatch, EntityType: "ApprovalRequest"}},
 		{"unwatch", `{"id":"10","type":"unwatch","entityType":"ApprovalRequest"}`, Request{ID: "10", Type: FrameUnwatch, EntityType: "ApprovalRequest"}},
 		{"mine", `{"id":"11","type":"mine"}`, Request{ID: "11", Type: FrameMine}},
+		{"view", `{"id":"20","type":"view","entityType":"A","entityUid":"u"}`, Request{ID: "20", Type: FrameView, EntityType: "A", EntityUID: "u"}},
+		{"unview", `{"id":"21","type":"unview","entityType":"A","entityUid":"u"}`, Request{ID: "21", Type: FrameUnview, EntityType: "A", EntityUID: "u"}},
+		{"nudge", `{"id":"22","type":"nudge","entityType":"A","entityUid":"u"}`, Request{ID: "22", Type: FrameNudge, EntityType: "A", EntityUID: "u"}},
 		{"members in any order, whitespace", " \n{ \"entityUid\" : \"u\",\t\"type\":\"claim\" ,\"entityType\":\"A\",\"id\":\"1\"}\r\n",
 			Request{ID: "1", Type: FrameClaim, EntityType: "A", EntityUID: "u"}},
 		// PROTOCOL.md §4: an id is a string of at most 64 characters, so "" is one.

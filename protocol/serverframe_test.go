@@ -41,6 +41,22 @@ func TestServerFrameJSON(t *testing.T) {
 			`{"id":"10","type":"result","outcome":"unwatched"}`},
 		{"result refreshed", Result{ID: "12", Outcome: OutcomeRefreshed},
 			`{"id":"12","type":"result","outcome":"refreshed"}`},
+		{"result unviewed", Result{ID: "21", Outcome: OutcomeUnviewed},
+			`{"id":"21","type":"result","outcome":"unviewed"}`},
+		{"result nudged", Result{ID: "22", Outcome: OutcomeNudged},
+			`{"id":"22","type":"result","outcome":"nudged"}`},
+		{"result of a nudge, notHeld: bare", Result{ID: "22", Outcome: OutcomeNotHeld, Bare: true},
+			`{"id":"22","type":"result","outcome":"notHeld"}`},
+
+		{"presence", Presence{ID: "20", EntityType: "ApprovalRequest", EntityUID: "r-1001", Viewers: []Viewer{
+			{OID: "u-ada", Name: "Ada Lovelace", Since: l.AcquiredAt}, {OID: "u-grace", Name: "Grace Hopper", Since: l.ExpiresAt}}},
+			`{"id":"20","type":"presence","entityType":"ApprovalRequest","entityUid":"r-1001","viewers":[` +
+				`{"oid":"u-ada","name":"Ada Lovelace","since":"2026-12-02T09:15:00.123Z"},{"oid":"u-grace","name":"Grace Hopper","since":"2026-12-02T09:20:00.123Z"}]}`},
+		{"presence unsolicited, nobody", Presence{EntityType: "ApprovalRequest", EntityUID: "r-1001"},
+			`{"type":"presence","entityType":"ApprovalRequest","entityUid":"r-1001","viewers":[]}`},
+		{"nudge", Nudge{EntityType: "ApprovalRequest", EntityUID: "r-1001", From: Holder{OID: "u-grace", Name: "Grace Hopper"}, At: l.AcquiredAt},
+			`{"type":"nudge","entityType":"ApprovalRequest","entityUid":"r-1001","from":{"oid":"u-grace","name":"Grace Hopper"},"at":"2026-12-02T09:15:00.123Z"}`},
+
 		{"result mine", Result{ID: "11", Locks: []Lock{l}},
 			`{"id":"11","type":"result","locks":[` + lockJSON + `]}`},
 		{"result mine, none", Result{ID: "11"},
@@ -163,6 +179,12 @@ func encodeServerFrame(f ServerFrame) ([]byte, error) {
 		v = f.Error
 	case f.Event != nil:
 		v = f.Event
+	case f.Pong != nil:
+		v = f.Pong
+	case f.Presence != nil:
+		v = f.Presence
+	case f.Nudge != nil:
+		v = f.Nudge
 	default:
 		return nil, errors.New("empty ServerFrame")
 	}

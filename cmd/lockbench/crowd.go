@@ -56,12 +56,13 @@ func (p crowdPhase) rate(n int) float64 {
 // crowdResult is what a crowd run measured.
 type crowdResult struct {
 	watchers, dialers    int
-	setupA               crowdPhase // the first watchers, on A
-	goneA                crowdPhase // from A's shutdown until every socket saw its close
-	crowd                crowdPhase // connect + auth + watch on B, at once
-	base1, base2         crowdPhase // connect + auth alone on B, before and after
-	crowdCmds, baseCmds  int64      // Redis commands during the crowd and during base2
-	crowdLists, baseList float64    // List operations of B's store during them
+	setupA               crowdPhase    // the first watchers, on A
+	goneA                crowdPhase    // from A's shutdown until every socket saw its close
+	crowd                crowdPhase    // connect + auth + watch on B, at once
+	base1, base2         crowdPhase    // connect + auth alone on B, before and after
+	crowdCmds, baseCmds  int64         // Redis commands during the crowd and during base2
+	crowdLists, baseList float64       // List operations of B's store during them
+	crowdCPU, baseCPU    time.Duration // the hubs' process CPU during the crowd and during base1 + base2
 }
 
 // runCrowd runs -mode crowd.
@@ -119,21 +120,24 @@ func (m *Main) runCrowd(ctx context.Context) error {
 		}
 		return waitSockets(ctx, b, 0)
 	}
-	step := func(cmd string, into *crowdPhase) error {
+	step := func(cmd string, into *crowdPhase, cpu *time.Duration) error {
+		cpu0 := processCPU()
 		p, err := ch.do(cmd)
+		*cpu += processCPU() - cpu0
 		*into = p
 		if err == nil && p.Failed > 0 {
 			err = fmt.Errorf("%s: %d sockets failed", cmd, p.Failed)
 		}
 		return err
 	}
-	if err := step(fmt.Sprintf("OPEN %s %s 0", b.url, b.token), &res.base1); err != nil {
+	var setupCPU time.Duration
+	if err := step(fmt.Sprintf("OPEN %s %s 0", b.url, b.token), &res.base1, &res.baseCPU); err != nil {
 		return err
 	}
 	if err := closeOnB(); err != nil {
 		return err
 	}
-	if err := step(fmt.Sprintf("OPEN %s %s 1", a.url, a.token), &res.setupA); err != nil {
+	if err := step(fmt.Sprintf("OPEN %s %s 1", a.url, a.token), &res.setupA, &setupCPU); err != nil {
 		return err
 	}
 	// A goes away: every socket sees 1001; then the crowd dials B at once.
@@ -154,7 +158,13 @@ func (m *Main) runCrowd(ctx context.Context) error {
 		return awaitErr
 	}
 	cmds0, lists0 := redisCommands(ctx, rdb), listOps(b)
-	if err := step(fmt.Sprintf("OPEN %s %s 1", b.url, b.token), &res.crowd); err != nil {
+	stopCPU := func() {}
+	if o.cpuProfile != "" {
+		stopCPU = startCPUProfile(m.Stderr, o.cpuProfile)
+	}
+	err = step(fmt.Sprintf("OPEN %s %s 1", b.url, b.token), &res.crowd, &res.crowdCPU)
+	stopCPU()
+	if err != nil {
 		return err
 	}
 	res.crowdCmds, res.crowdLists = redisCommands(ctx, rdb)-cmds0, listOps(b)-lists0
@@ -162,7 +172,7 @@ func (m *Main) runCrowd(ctx context.Context) error {
 		return err
 	}
 	cmds0, lists0 = redisCommands(ctx, rdb), listOps(b)
-	if err := step(fmt.Sprintf("OPEN %s %s 0", b.url, b.token), &res.base2); err != nil {
+	if err := step(fmt.Sprintf("OPEN %s %s 0", b.url, b.token), &res.base2, &res.baseCPU); err != nil {
 		return err
 	}
 	res.baseCmds, res.baseList = redisCommands(ctx, rdb)-cmds0, listOps(b)-lists0
@@ -252,6 +262,12 @@ func (m *Main) reportCrowd(b *inprocHub, r crowdResult) {
 	fmt.Fprintf(w, "connect+auth on B   %.3fs before, %.3fs after: %.0f sockets/s\n", r.base1.Seconds, r.base2.Seconds, baseRate)
 	fmt.Fprintf(w, "crowd / connect     %.2f of the time, %.2f of the rate%s\n", ratio, r.crowd.rate(n)/max(baseRate, 1),
 		verdict(base > 0, ratio <= goalCrowdRatio, fmt.Sprintf("goal ≤ %.1f", goalCrowdRatio)))
+	if r.baseCPU > 0 {
+		per := func(d time.Duration, sockets int) float64 { return float64(d.Microseconds()) / float64(sockets) }
+		crowdCPU, baseCPU := per(r.crowdCPU, n), per(r.baseCPU, 2*n)
+		fmt.Fprintf(w, "hub CPU per socket  %.0f µs for connect + auth + watch, %.0f µs for connect + auth alone: %.2f\n",
+			crowdCPU, baseCPU, crowdCPU/baseCPU)
+	}
 	fmt.Fprintf(w, "redis commands      %d during the crowd (%.2f per socket), %d during connect+auth alone\n",
 		r.crowdCmds, float64(r.crowdCmds)/float64(n), r.baseCmds)
 	fmt.Fprintf(w, "list operations     %.0f during the crowd, %.0f during connect+auth alone (B's lockhub_store_operations_total{op=\"list\"})\n",

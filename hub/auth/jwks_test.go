@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,25 +19,11 @@ import (
 	"github.com/lockhub/lockhub/protocol"
 )
 
-// clock is a test clock that moves only when told: the spacing of unknown-kid
-// refetches is decided by it. It starts at the real time, so the default exp of an
-// authtest.IDP token holds.
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock {
-	c := &clock{}
-	c.ns.Store(time.Now().UnixNano())
-	return c
-}
-
-func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
-
 // idpJWKS is a JWKS checking the tokens of an authtest.IDP, on a test clock.
 type idpJWKS struct {
 	*JWKS
 	idp   *authtest.IDP
-	clock *clock
+	clock *redistest.Clock
 	reg   *prometheus.Registry
 	logs  *redistest.LogBuffer
 }
@@ -47,7 +32,7 @@ type idpJWKS struct {
 // closed, and its goroutines joined, when t ends.
 func newIDPJWKS(t *testing.T, cfg JWKSConfig) *idpJWKS {
 	t.Helper()
-	f := &idpJWKS{idp: authtest.NewIDP(t), clock: newClock(), reg: prometheus.NewRegistry(), logs: &redistest.LogBuffer{}}
+	f := &idpJWKS{idp: authtest.NewIDP(t), clock: redistest.NewClock(), reg: prometheus.NewRegistry(), logs: &redistest.LogBuffer{}}
 	cfg.URL, cfg.Issuer, cfg.Audience, cfg.HTTPClient = f.idp.URL, authtest.Issuer, authtest.Audience, f.idp.Client
 	cfg.Now, cfg.Registerer = f.clock.Now, f.reg
 	cfg.Logger = slog.New(slog.NewTextHandler(f.logs, nil))
