@@ -122,7 +122,7 @@ export class Views {
       type,
       uid,
       get viewers() {
-        return closed ? [] : entry.viewers;
+        return closed ? [] : entry.viewers.slice(); // a copy: the page may keep or sort it
       },
       get status() {
         return entry.status;
