@@ -231,6 +231,10 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 			break
 		}
 		c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Locks: mine})
+	case protocol.FrameAdminLocks:
+		c.adminLocks(req)
+	case protocol.FrameForceRelease:
+		c.forceRelease(req)
 	case protocol.FrameAuth:
 		c.refresh(req)
 	case protocol.FramePing:

@@ -187,6 +187,7 @@ type serverWire struct {
 	Outcome        Outcome `json:"outcome"`
 	Lock           *Lock   `json:"lock"`
 	PreviousHolder *Holder `json:"previousHolder"`
+	By             *Holder `json:"by"`
 	Locks          []Lock  `json:"locks"`
 	EntityType     string  `json:"entityType"`
 	Op             Op      `json:"op"`
@@ -259,6 +260,9 @@ func DecodeServerFrame(data []byte) (ServerFrame, error) {
 		e := &LockEvent{Type: FrameLock, Op: w.Op, Lock: *w.Lock, At: w.At}
 		if w.Op == OpTakenOver {
 			e.PreviousHolder = w.PreviousHolder
+		}
+		if w.Op == OpReleased {
+			e.By = w.By // a force release (PROTOCOL.md §10)
 		}
 		f.Event = e
 	case "":
