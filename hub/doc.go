@@ -47,6 +47,9 @@
 // tenant's sockets: the watcher index is keyed by (tenant, type), and a socket's tenant
 // is its token's.
 //
+// The lock console's frames, adminLocks and forceRelease (admin.go), are served only to
+// a socket whose current token has Config.AdminRole, and only within its tenant.
+//
 // # Release on disconnect
 //
 // A lock claimed through a socket is released ReleaseGrace after the socket closes,

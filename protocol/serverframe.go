@@ -137,12 +137,15 @@ func (p Pong) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON writes e as a lock frame. It writes "type":"lock" whatever e.Type holds,
-// and "previousHolder" with OpTakenOver only.
+// "previousHolder" with OpTakenOver only and "by" with OpReleased only.
 func (e LockEvent) MarshalJSON() ([]byte, error) {
 	type fields LockEvent // LockEvent's members without its methods
 	e.Type = FrameLock
 	if e.Op != OpTakenOver {
 		e.PreviousHolder = nil
+	}
+	if e.Op != OpReleased {
+		e.By = nil
 	}
 	return json.Marshal(fields(e))
 }
