@@ -1,10 +1,15 @@
 package hub
 
 import (
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -98,5 +103,66 @@ func TestAdminRoleConfigured(t *testing.T) {
 	wantCode(t, err, protocol.CodeForbidden)
 	if _, err := th.dialAs("acme", protocol.Holder{OID: "u-b", Name: "B"}, "Ops.Locks").AdminLocks(ctx); err != nil {
 		t.Fatalf("the configured role: %v", err)
+	}
+}
+
+// TestForceReleaseAcrossInstances: the holder's socket is on one instance, the
+// administrator's on another, on a real redis-server and a real cluster. The holder
+// gets Released with "by" through the change feed, its later renewal is lost, and its
+// socket's close releases nothing more (the audit trail holds one Released).
+func TestForceReleaseAcrossInstances(t *testing.T) {
+	t.Run("standalone", func(t *testing.T) {
+		srv := redistest.StartServer(t)
+		testForceReleaseAcross(t, srv.Client(t), srv.Client(t))
+	})
+	t.Run("cluster", func(t *testing.T) {
+		cl := redistest.StartCluster(t)
+		testForceReleaseAcross(t, cl.Client(t), cl.Client(t))
+	})
+}
+
+func testForceReleaseAcross(t *testing.T, ca, cb redis.UniversalClient) {
+	grace := func(c *Config) { c.ReleaseGrace = time.Millisecond }
+	a := startHub(t, ca, hubOptions{hub: grace})
+	b := startHub(t, cb, hubOptions{hub: grace, dev: a.dev})
+	a.waitFeed("acme")
+	b.waitFeed("acme")
+	ctx := tctx(t)
+	adaH := protocol.Holder{OID: "u-ada", Name: "Ada Lovelace"}
+	rootH := protocol.Holder{OID: "u-root", Name: "Rita Root"}
+	ada := a.dialAs("acme", adaH)
+	if _, err := ada.Watch(ctx, typ); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-9"))
+	wantEventBy(t, ada, protocol.OpAcquired, "r-9", adaH)
+
+	root := b.dialAs("acme", rootH, auth.DefaultAdminRole)
+	ls, err := root.AdminLocks(ctx)
+	if err != nil || len(ls) != 1 || ls[0].HolderOID != adaH.OID {
+		t.Fatalf("the other instance's admin sees %+v, %v", ls, err)
+	}
+	expect(t, protocol.OutcomeReleased)(root.ForceRelease(ctx, typ, "r-9"))
+	ev := wantEventBy(t, ada, protocol.OpReleased, "r-9", adaH)
+	if ev.By == nil || *ev.By != rootH {
+		t.Fatalf("Released by %+v, want %+v", ev.By, rootH)
+	}
+	// Ada's other tab finds it gone (her first socket still counts it as claimed).
+	expect(t, protocol.OutcomeLost)(a.dialAs("acme", adaH).Renew(ctx, typ, "r-9"))
+	// Ada's socket closes: after the grace its detach finds nothing of hers to release.
+	_ = ada.Close() // the close itself is not under test
+	redistest.Eventually(t, "the detach of Ada's socket", func() bool {
+		return a.metric("lockhub_hub_detaches_total", "outcome=notHeld") >= 1
+	})
+	page, err := b.store.Audit(ctx, "acme", locks.AuditQuery{EntityUID: "r-9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, e := range page.Entries {
+		ops = append(ops, string(e.Op)+"/"+string(e.Reason))
+	}
+	if got := strings.Join(ops, " "); got != "ForceReleased/admin Acquired/claim" {
+		t.Fatalf("r-9's trail: %s", got)
 	}
 }
