@@ -56,10 +56,13 @@ end
 -- An entry's fields: op, entityType, entityUid, holder and actor ({"oid","name"}
 -- JSON, or null), reason, at. Changes of other writers (catchup, the sweep) are
 -- recorded with actor null and reason foreign; leases that ran out with reason expiry.
-local audit = KEYS[6]
+-- Only a script that calls auditing records: one that does not (a script of another
+-- concept sharing this prelude) may use KEYS[6] for a key of its own.
+local audit = nil
 local auditAt, auditCap, actor, why = '', '10000', 'null', ''
 
 local function auditing(a)
+  audit = KEYS[6]
   if not audit then return end
   auditAt, auditCap = ARGV[a], ARGV[a + 1]
   actor = person(ARGV[a + 2], ARGV[a + 3])
