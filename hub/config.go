@@ -42,6 +42,9 @@ type Store interface {
 	Nudge(ctx context.Context, ref locks.Ref, from protocol.Holder, every time.Duration) (protocol.Outcome, error)
 	Registry() *locks.Registry
 	Lease() time.Duration
+	// The lock console (PROTOCOL.md §10): see admin.go.
+	AdminLocks(ctx context.Context, tenant string) ([]protocol.Lock, error)
+	ForceRelease(ctx context.Context, ref locks.Ref, admin protocol.Holder) (locks.Result, error)
 }
 
 // Config configures a Hub. Store and Verifier are required; every other zero value
@@ -63,6 +66,9 @@ type Config struct {
 	// TakeoverRole is the role that may take a lock over: setting "takeover-role". Zero
 	// means auth.DefaultTakeoverRole.
 	TakeoverRole string
+	// AdminRole is the role of the lock console's frames, adminLocks and forceRelease
+	// (PROTOCOL.md §10): setting "admin-role". Zero means auth.DefaultAdminRole.
+	AdminRole string
 
 	// ReleaseGrace is how long after a socket closes its locks are released, unless its
 	// holder keeps them from another socket: setting "release-grace". Zero means
@@ -199,6 +205,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.Default()
 	}
 	c.TakeoverRole = cmp.Or(c.TakeoverRole, auth.DefaultTakeoverRole)
+	c.AdminRole = cmp.Or(c.AdminRole, auth.DefaultAdminRole)
 	c.ReleaseGrace = cmp.Or(c.ReleaseGrace, DefaultReleaseGrace)
 	c.RenewEvery = cmp.Or(c.RenewEvery, min(DefaultRenewEvery, lease*2/5))
 	c.AuthTimeout = cmp.Or(c.AuthTimeout, protocol.AuthTimeout)

@@ -58,6 +58,11 @@
 // to finish: the store checks the holder and the rate, and each instance queues the
 // nudge to the holder's sockets that view it.
 //
+// # The lock console
+//
+// The lock console's frames, adminLocks and forceRelease (admin.go), are served only to
+// a socket whose current token has Config.AdminRole, and only within its tenant.
+//
 // # Release on disconnect
 //
 // A lock claimed through a socket is released ReleaseGrace after the socket closes,

@@ -238,6 +238,10 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 		c.unview(req)
 	case protocol.FrameNudge:
 		c.nudge(req)
+	case protocol.FrameAdminLocks:
+		c.adminLocks(req)
+	case protocol.FrameForceRelease:
+		c.forceRelease(req)
 	case protocol.FrameAuth:
 		c.refresh(req)
 	case protocol.FramePing:

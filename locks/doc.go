@@ -23,6 +23,11 @@
 // entity. Sweep (and List) prune leases that ran out and announce each as Expired,
 // exactly once across instances.
 //
+// Every change but a renewal is also recorded, by the same script and in the same
+// atomic step, in the tenant's audit stream lockaudit:{<tenant>} (audit.go, PROTOCOL.md
+// §10), capped at about Config.AuditCap entries; Audit reads it, AdminLocks and
+// ForceRelease are the lock console's operations (admin.go).
+//
 // Concurrency: a Store is safe for concurrent use. RunFeed blocks until its ctx is
 // done and joins every goroutine it starts.
 package locks

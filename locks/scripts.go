@@ -27,6 +27,8 @@ var (
 	sweepSrc string
 	//go:embed scripts/detach.lua
 	detachSrc string
+	//go:embed scripts/forcerelease.lua
+	forceReleaseSrc string
 )
 
 // scripts holds the parsed scripts; one per Store, so no package state is shared.
@@ -36,6 +38,7 @@ type scripts struct {
 	release  script[releaseReply]
 	takeover script[takeoverReply]
 	detach   script[detachReply]
+	force    script[forceReleaseReply]
 	sweep    *redis.Script // answers {found, values}: see sweep.lua
 	presence *redis.Script // presence.lua, without the prelude
 	nudge    *redis.Script // nudge.lua, without the prelude
@@ -48,6 +51,7 @@ func newScripts() scripts {
 		release:  newScript[releaseReply](releaseSrc),
 		takeover: newScript[takeoverReply](takeoverSrc),
 		detach:   newScript[detachReply](detachSrc),
+		force:    newScript[forceReleaseReply](forceReleaseSrc),
 		sweep:    redis.NewScript(preludeSrc + sweepSrc),
 		presence: redis.NewScript(presenceSrc),
 		nudge:    redis.NewScript(nudgeSrc),
@@ -102,6 +106,14 @@ const (
 	detachNotHeld  detachReply = "notHeld"  // the last socket went, but the lock is gone or someone else's
 )
 
+// forceReleaseReply is the status forcerelease.lua answers.
+type forceReleaseReply string
+
+const (
+	forceReleased forceReleaseReply = "released" // dropped; value is the lock that was held
+	forceNotHeld  forceReleaseReply = "notHeld"  // free (or not a lock); value nil
+)
+
 // script is a write script answering {status R, value}: R names its statuses, and value
 // is a stored lock or nil (read as "").
 type script[R ~string] struct{ *redis.Script }
@@ -110,10 +122,15 @@ func newScript[R ~string](src string) script[R] {
 	return script[R]{redis.NewScript(preludeSrc + src)}
 }
 
-// run runs the script on the five keys of k, with pub (the prelude's arguments, see
-// prelude.lua) before args, and counts the changes of other programs it announced.
-func (sc script[R]) run(ctx context.Context, s *Store, k keys, pub []any, args ...any) (status R, value string, err error) {
-	reply, err := sc.Run(ctx, s.rdb, []string{k.lock, k.index, k.values, k.conns, k.seen}, append(pub, args...)...).Slice()
+// run runs the script on the keys of k (the audit stream's only when k has it), with
+// pub (the prelude's arguments, see prelude.lua) before args and aud (the audit
+// entry's, ditto) after them, and counts the changes of other programs it announced.
+func (sc script[R]) run(ctx context.Context, s *Store, k keys, pub, aud []any, args ...any) (status R, value string, err error) {
+	ks := []string{k.lock, k.index, k.values, k.conns, k.seen}
+	if k.audit != "" {
+		ks = append(ks, k.audit)
+	}
+	reply, err := sc.Run(ctx, s.rdb, ks, append(append(pub, args...), aud...)...).Slice()
 	if err != nil {
 		return "", "", err
 	}

@@ -42,6 +42,11 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
+	// AuditCap is about how many entries the audit stream of a tenant keeps (XADD
+	// MAXLEN ~, PROTOCOL.md §10). Zero means DefaultAuditCap.
+	AuditCap int
+
+	noAudit bool // the benchmarks' baseline: no audit stream written
 }
 
 // DefaultLease is the lease of a Store whose Config.Lease is zero (PROTOCOL.md §1).
@@ -82,6 +87,9 @@ type Store struct {
 	now      func() time.Time
 	sc       scripts
 	tags     []string // on a cluster: a hash tag for every slot, naming its channel
+	audit    bool     // write the audit stream (PROTOCOL.md §10); off only in benchmarks
+	auditCap int
+	amet     *auditMetrics
 }
 
 // NewStore returns a Store, or an error when cfg is invalid.
@@ -121,6 +129,9 @@ func NewStore(cfg Config) (*Store, error) {
 		s.now = time.Now
 	}
 	s.met = newMetrics(cfg.Registerer)
+	if err := s.setUpAudit(cfg); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -223,7 +234,7 @@ func (s *Store) claim(ctx context.Context, ref Ref, h protocol.Holder, conn stri
 	for range casAttempts {
 		now := s.now()
 		l := s.newLock(ref, h, now, now)
-		st, stored, err := s.sc.claim.run(ctx, s, k, s.pubArgs(ref.Tenant, now),
+		st, stored, err := s.sc.claim.run(ctx, s, k, s.pubArgs(ref.Tenant, now), s.auditArgs(now, &h, AuditClaim),
 			h.OID, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
 		if err != nil {
 			return Result{}, err
@@ -289,7 +300,7 @@ func (s *Store) extend(ctx context.Context, ref Ref, k keys, h protocol.Holder, 
 	for range casAttempts {
 		now := s.now()
 		l := s.newLock(ref, h, cur.AcquiredAt.Time, now)
-		st, got, err := s.sc.renew.run(ctx, s, k, s.pubArgs(ref.Tenant, now),
+		st, got, err := s.sc.renew.run(ctx, s, k, s.pubArgs(ref.Tenant, now), s.auditArgs(now, &h, ""),
 			h.OID, stored, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
 		if err != nil {
 			return Result{}, err
@@ -327,14 +338,21 @@ func (s *Store) extend(ctx context.Context, ref Ref, k keys, h protocol.Holder, 
 // another socket of h still uses the lock (the same person in another tab, see Detach)
 // the lock stays h's, nothing is published, and the answer is still released.
 func (s *Store) Release(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
+	return s.ReleaseBecause(ctx, ref, h, conn, AuditRelease)
+}
+
+// ReleaseBecause is Release recording why in the audit trail (PROTOCOL.md §10):
+// AuditRelease, or AuditDecision when a decision on the entity ended the edit.
+func (s *Store) ReleaseBecause(ctx context.Context, ref Ref, h protocol.Holder, conn string, reason AuditReason) (Result, error) {
 	if err := s.check(ref, &h); err != nil {
 		return Result{}, err
 	}
-	return s.write(ctx, opRelease, func(ctx context.Context) (Result, error) { return s.release(ctx, ref, h, conn) }), nil
+	return s.write(ctx, opRelease, func(ctx context.Context) (Result, error) { return s.release(ctx, ref, h, conn, reason) }), nil
 }
 
-func (s *Store) release(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
-	st, stored, err := s.sc.release.run(ctx, s, s.keys(ref), s.pubArgs(ref.Tenant, s.now()),
+func (s *Store) release(ctx context.Context, ref Ref, h protocol.Holder, conn string, reason AuditReason) (Result, error) {
+	now := s.now()
+	st, stored, err := s.sc.release.run(ctx, s, s.keys(ref), s.pubArgs(ref.Tenant, now), s.auditArgs(now, &h, reason),
 		h.OID, conn)
 	if err != nil {
 		return Result{}, err
@@ -378,7 +396,8 @@ func (s *Store) detach(ctx context.Context, ref Ref, h protocol.Holder, conn str
 	if release {
 		rel = "1"
 	}
-	st, stored, err := s.sc.detach.run(ctx, s, s.keys(ref), s.pubArgs(ref.Tenant, s.now()),
+	now := s.now()
+	st, stored, err := s.sc.detach.run(ctx, s, s.keys(ref), s.pubArgs(ref.Tenant, now), s.auditArgs(now, nil, AuditDisconnect),
 		h.OID, conn, rel)
 	if err != nil {
 		return Result{}, err
@@ -422,7 +441,7 @@ func (s *Store) takeover(ctx context.Context, ref Ref, h protocol.Holder, conn s
 	for range casAttempts {
 		now := s.now()
 		l := s.newLock(ref, h, now, now)
-		st, stored, err := s.sc.takeover.run(ctx, s, k, s.pubArgs(ref.Tenant, now),
+		st, stored, err := s.sc.takeover.run(ctx, s, k, s.pubArgs(ref.Tenant, now), s.auditArgs(now, &h, AuditTakeover),
 			h.OID, encodeLock(l), s.lease.Milliseconds(), l.ExpiresAt.UnixMilli(), s.indexTTL(), conn)
 		if err != nil {
 			return Result{}, err
@@ -578,7 +597,11 @@ func (s *Store) sweep(ctx context.Context, tenant, entityType string, read bool,
 	// it finds it gone at its next tick: someone sweeps every interval.
 	skip := (every - every/10).Milliseconds()
 	args := append(s.pubArgs(tenant, now), lockKeyPrefix(tenant, entityType), head, tail, readArg, skip, feedKeyTTL.Milliseconds())
+	args = append(args, s.auditArgs(now, nil, "")...)
 	keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType), sweepKey(tenant, entityType), FeedKey(tenant), seenKey(tenant, entityType)}
+	if s.audit {
+		keys = append(keys, AuditKey(tenant))
+	}
 	reply, err := s.sc.sweep.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
 		return nil, err
@@ -607,10 +630,14 @@ func (s *Store) sweep(ctx context.Context, tenant, entityType string, read bool,
 	return out, nil
 }
 
-// published counts n events of op that a script published.
+// published counts n events of op that a script published, and the audit entries
+// it wrote with them (every op but Renewed).
 func (s *Store) published(op protocol.Op, n int) {
 	if n > 0 {
 		s.met.published.WithLabelValues(string(op)).Add(float64(n))
+		if op != protocol.OpRenewed {
+			s.audited(string(op), n)
+		}
 	}
 }
 
@@ -654,10 +681,15 @@ func (s *Store) Ping(ctx context.Context) error {
 	return s.rdb.Ping(ctx).Err()
 }
 
-type keys struct{ lock, index, values, conns, seen string }
+type keys struct{ lock, index, values, conns, seen, audit string }
 
+// keys returns the keys of a write script; audit is "" when the store keeps no audit.
 func (s *Store) keys(ref Ref) keys {
-	return keys{LockKey(ref), IndexKey(ref.Tenant, ref.Type), ValuesKey(ref.Tenant, ref.Type), ConnsKey(ref), seenKey(ref.Tenant, ref.Type)}
+	k := keys{LockKey(ref), IndexKey(ref.Tenant, ref.Type), ValuesKey(ref.Tenant, ref.Type), ConnsKey(ref), seenKey(ref.Tenant, ref.Type), ""}
+	if s.audit {
+		k.audit = AuditKey(ref.Tenant)
+	}
+	return k
 }
 
 func (s *Store) indexTTL() int64 { return (s.lease + indexMargin).Milliseconds() }

@@ -361,6 +361,20 @@ func (c *Client) Mine(ctx context.Context) ([]Lock, error) {
 	return r.Locks, err
 }
 
+// AdminLocks returns every live lock of the tenant (the lock console, PROTOCOL.md §10);
+// without the admin role an error frame with CodeForbidden.
+func (c *Client) AdminLocks(ctx context.Context) ([]Lock, error) {
+	r, err := c.result(c.call(ctx, Request{ID: c.newID(), Type: FrameAdminLocks}))
+	return r.Locks, err
+}
+
+// ForceRelease drops the entity's lock whoever holds it (the lock console):
+// OutcomeReleased (Result.Lock is the lock that was held), OutcomeNotHeld or
+// OutcomeUnknown; without the admin role an error frame with CodeForbidden.
+func (c *Client) ForceRelease(ctx context.Context, entityType, uid string) (Result, error) {
+	return c.result(c.call(ctx, Request{ID: c.newID(), Type: FrameForceRelease, EntityType: entityType, EntityUID: uid}))
+}
+
 func (c *Client) result(f ServerFrame, err error) (Result, error) {
 	if err != nil {
 		return Result{}, err

@@ -51,6 +51,16 @@
 //	C: {"id":"12","type":"auth","token":"<fresh JWT>"}
 //	S: {"id":"12","type":"result","outcome":"refreshed"}
 //
+// The lock console (§10). A socket whose token has the admin role lists every live
+// lock of its tenant and force releases any of them; the holder's watchers get Released
+// with "by". Without the role both answer an error frame with CodeForbidden.
+//
+//	C: {"id":"30","type":"adminLocks"}
+//	S: {"id":"30","type":"result","locks":[..]}
+//	C: {"id":"31","type":"forceRelease","entityType":"ApprovalRequest","entityUid":"r-1001"}
+//	S: {"id":"31","type":"result","outcome":"released","lock":{..}}
+//	S: {"type":"lock","op":"Released","lock":{..},"by":{"oid":"u-root","name":".."},"at":".."}
+//
 // Bad frames. A frame that is not well formed (malformed JSON, unknown type, a missing
 // or mistyped member, a binary message) is answered by an error frame with code
 // CodeBadRequest, echoing the id when it could be read, and the connection stays. A

@@ -32,6 +32,10 @@ const (
 	FrameResult FrameType = "result"
 	// S: {"id":"9","type":"snapshot","entityType":"..","locks":[..]}
 	FrameSnapshot FrameType = "snapshot"
+	// C: {"id":"30","type":"adminLocks"}: every live lock of the tenant (admin role, §10)
+	FrameAdminLocks FrameType = "adminLocks"
+	// C: {"id":"31","type":"forceRelease","entityType":"..","entityUid":".."} (admin role, §10)
+	FrameForceRelease FrameType = "forceRelease"
 	// S: {"type":"lock","op":"Acquired","lock":{..},"at":"..Z"}
 	FrameLock FrameType = "lock"
 	// S: {"id":"..","type":"error","code":"bad_request","message":".."}

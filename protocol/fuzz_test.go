@@ -21,6 +21,9 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(`{"id":"20","type":"view","entityType":"ApprovalRequest","entityUid":"r-1001"}`))
 	f.Add([]byte(`{"id":"22","type":"nudge","entityType":"ApprovalRequest"}`)) // missing entityUid
 	f.Add([]byte(`{"id":"11","type":"mine"}`))
+	// The lock console's frames (§10): one without members, one naming an entity.
+	f.Add([]byte(`{"id":"30","type":"adminLocks"}`))
+	f.Add([]byte(`{"id":"31","type":"forceRelease","entityType":"ApprovalRequest","entityUid":"r-1001"}`))
 	// Mistyped and missing members: each error path, with and without a readable id.
 	f.Add([]byte(`{"id":7,"type":"mine"}`))
 	f.Add([]byte(`{"id":"6","type":"release","entityType":"A","entityUid":1001}`))

@@ -20,6 +20,8 @@ import (
 //	view, unview, nudge               ID, EntityType, EntityUID
 //	watch, unwatch                    ID, EntityType
 //	mine                              ID
+//	adminLocks                        ID
+//	forceRelease                      ID, EntityType, EntityUID
 //
 // It marshals as the client sends it, members in this order:
 //
@@ -83,11 +85,11 @@ func requestMembers(typ FrameType) (need int, ok bool) {
 	switch typ {
 	case FrameAuth:
 		return needToken, true
-	case FrameClaim, FrameRenew, FrameRelease, FrameTakeover, FrameView, FrameUnview, FrameNudge:
+	case FrameClaim, FrameRenew, FrameRelease, FrameTakeover, FrameView, FrameUnview, FrameNudge, FrameForceRelease:
 		return needEntityType | needEntityUID, true
 	case FrameWatch, FrameUnwatch:
 		return needEntityType, true
-	case FrameMine, FramePing:
+	case FrameMine, FramePing, FrameAdminLocks:
 		return 0, true
 	}
 	return 0, false

@@ -30,6 +30,8 @@ func TestDecodeRequest(t *testing.T) {
 		{"view", `{"id":"20","type":"view","entityType":"A","entityUid":"u"}`, Request{ID: "20", Type: FrameView, EntityType: "A", EntityUID: "u"}},
 		{"unview", `{"id":"21","type":"unview","entityType":"A","entityUid":"u"}`, Request{ID: "21", Type: FrameUnview, EntityType: "A", EntityUID: "u"}},
 		{"nudge", `{"id":"22","type":"nudge","entityType":"A","entityUid":"u"}`, Request{ID: "22", Type: FrameNudge, EntityType: "A", EntityUID: "u"}},
+		{"adminLocks", `{"id":"30","type":"adminLocks"}`, Request{ID: "30", Type: FrameAdminLocks}},
+		{"forceRelease", `{"id":"31","type":"forceRelease","entityType":"A","entityUid":"u"}`, Request{ID: "31", Type: FrameForceRelease, EntityType: "A", EntityUID: "u"}},
 		{"members in any order, whitespace", " \n{ \"entityUid\" : \"u\",\t\"type\":\"claim\" ,\"entityType\":\"A\",\"id\":\"1\"}\r\n",
 			Request{ID: "1", Type: FrameClaim, EntityType: "A", EntityUID: "u"}},
 		// PROTOCOL.md §4: an id is a string of at most 64 characters, so "" is one.
@@ -104,6 +106,8 @@ func TestDecodeRequestBad(t *testing.T) {
 		{"missing entityType", `{"id":"5","type":"watch"}`, "5", "missing entityType"},
 		{"entityType an array", `{"id":"5","type":"watch","entityType":["A"]}`, "5", "entityType must be a string, not an array"},
 		{"missing entityUid", `{"id":"6","type":"claim","entityType":"A"}`, "6", "missing entityUid"},
+		{"forceRelease without entityUid", `{"id":"31","type":"forceRelease","entityType":"A"}`, "31", "missing entityUid"},
+		{"adminLocks without id", `{"type":"adminLocks"}`, "", "missing id"},
 		{"entityUid a number", `{"id":"6","type":"release","entityType":"A","entityUid":1001}`, "6", "entityUid must be a string, not a number"},
 		{"entityUid a boolean", `{"id":"6","type":"renew","entityType":"A","entityUid":true}`, "6", "entityUid must be a string, not a boolean"},
 		// A known member of the wrong type is refused where the type does not use it too.

@@ -144,12 +144,15 @@ func (p Pong) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON writes e as a lock frame. It writes "type":"lock" whatever e.Type holds,
-// and "previousHolder" with OpTakenOver only.
+// "previousHolder" with OpTakenOver only and "by" with OpReleased only.
 func (e LockEvent) MarshalJSON() ([]byte, error) {
 	type fields LockEvent // LockEvent's members without its methods
 	e.Type = FrameLock
 	if e.Op != OpTakenOver {
 		e.PreviousHolder = nil
+	}
+	if e.Op != OpReleased {
+		e.By = nil
 	}
 	return json.Marshal(fields(e))
 }
@@ -196,6 +199,7 @@ type serverWire struct {
 	Outcome        Outcome `json:"outcome"`
 	Lock           *Lock   `json:"lock"`
 	PreviousHolder *Holder `json:"previousHolder"`
+	By             *Holder `json:"by"`
 	Locks          []Lock  `json:"locks"`
 	EntityType     string  `json:"entityType"`
 	EntityUID      string  `json:"entityUid"`
@@ -278,6 +282,9 @@ func DecodeServerFrame(data []byte) (ServerFrame, error) {
 		e := &LockEvent{Type: FrameLock, Op: w.Op, Lock: *w.Lock, At: w.At}
 		if w.Op == OpTakenOver {
 			e.PreviousHolder = w.PreviousHolder
+		}
+		if w.Op == OpReleased {
+			e.By = w.By // a force release (PROTOCOL.md §10)
 		}
 		f.Event = e
 	case "":

@@ -76,6 +76,11 @@ func TestServerFrameJSON(t *testing.T) {
 			`{"type":"lock","op":"Acquired","lock":` + lockJSON + `,"at":"2026-12-02T09:15:00.123Z"}`},
 		{"lock takenOver", LockEvent{Type: FrameLock, Op: OpTakenOver, Lock: l, PreviousHolder: &Holder{OID: "u-bob", Name: "Bob"}, At: l.AcquiredAt},
 			`{"type":"lock","op":"TakenOver","lock":` + lockJSON + `,"previousHolder":{"oid":"u-bob","name":"Bob"},"at":"2026-12-02T09:15:00.123Z"}`},
+		// PROTOCOL.md §10: a force release names who released the lock, after the lock.
+		{"lock force released", LockEvent{Op: OpReleased, Lock: l, By: &Holder{OID: "u-root", Name: "Rita"}, At: l.AcquiredAt},
+			`{"type":"lock","op":"Released","lock":` + lockJSON + `,"by":{"oid":"u-root","name":"Rita"},"at":"2026-12-02T09:15:00.123Z"}`},
+		{"lock by only on Released", LockEvent{Op: OpAcquired, Lock: l, By: &Holder{OID: "u-root", Name: "Rita"}, At: l.AcquiredAt},
+			`{"type":"lock","op":"Acquired","lock":` + lockJSON + `,"at":"2026-12-02T09:15:00.123Z"}`},
 		{"lock expired", LockEvent{Op: OpExpired, Lock: l, At: l.ExpiresAt},
 			`{"type":"lock","op":"Expired","lock":` + lockJSON + `,"at":"2026-12-02T09:20:00.123Z"}`},
 	}
@@ -116,6 +121,10 @@ func TestDecodeServerFrame(t *testing.T) {
 		{"lock", `{"type":"lock","op":"TakenOver","lock":` + lockJSON + `,"previousHolder":{"oid":"u-bob","name":"Bob"},"at":"2026-12-02T09:15:00.1Z"}`,
 			ServerFrame{Type: FrameLock, Event: &LockEvent{Type: FrameLock, Op: OpTakenOver, Lock: l, PreviousHolder: &Holder{OID: "u-bob", Name: "Bob"},
 				At: NewTime(time.Date(2026, 12, 2, 9, 15, 0, 100_000_000, time.UTC))}}},
+		{"lock force released", `{"type":"lock","op":"Released","lock":` + lockJSON + `,"by":{"oid":"u-root","name":"Rita"},"at":"2026-12-02T09:15:00.123Z"}`,
+			ServerFrame{Type: FrameLock, Event: &LockEvent{Type: FrameLock, Op: OpReleased, Lock: l, By: &Holder{OID: "u-root", Name: "Rita"}, At: l.AcquiredAt}}},
+		{"lock by ignored but on Released", `{"type":"lock","op":"Expired","lock":` + lockJSON + `,"by":{"oid":"u-root","name":"Rita"},"at":"2026-12-02T09:15:00.123Z"}`,
+			ServerFrame{Type: FrameLock, Event: &LockEvent{Type: FrameLock, Op: OpExpired, Lock: l, At: l.AcquiredAt}}},
 		{"lock times as .NET writes them", `{"type":"lock","op":"Acquired","lock":{"entityType":"ApprovalRequest","entityUid":"r-1001",` +
 			`"holderOid":"u-ada","holderName":"Ada Lovelace","acquiredAtUtc":"2026-12-02T10:15:00.123+01:00","expiresAtUtc":"2026-12-02T09:20:00.1230000Z"},"at":"2026-12-02T09:15:00.123Z"}`,
 			ServerFrame{Type: FrameLock, Event: &LockEvent{Type: FrameLock, Op: OpAcquired, Lock: l, At: l.AcquiredAt}}},

@@ -33,6 +33,7 @@ type LockStore interface {
 	List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error)
 	Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error)
 	Ping(ctx context.Context) error
+	AdminStore // the lock console (admin.go)
 }
 
 var _ LockStore = (*locks.Store)(nil)
@@ -67,6 +68,9 @@ type Config struct {
 	// TakeoverRole is the role a token needs to take a lock over. Zero means
 	// "Locks.TakeOver".
 	TakeoverRole string
+	// AdminRole is the role a token needs for the lock console (PROTOCOL.md §10):
+	// setting "admin-role". Zero means auth.DefaultAdminRole.
+	AdminRole string
 	// Logger receives request failures and guard warnings. Nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the HTTP metrics. Nil means a new registry of the Server's
@@ -93,6 +97,7 @@ type Server struct {
 	verifier     auth.Verifier
 	dev          TokenIssuer
 	takeoverRole string
+	adminRole    string
 	log          *slog.Logger
 	app          http.Handler // nil without Config.App
 	bodyTimeout  time.Duration
@@ -116,6 +121,7 @@ func New(cfg Config) (*Server, error) {
 		verifier:     cfg.Verifier,
 		dev:          cfg.DevTokens,
 		takeoverRole: cmp.Or(cfg.TakeoverRole, auth.DefaultTakeoverRole),
+		adminRole:    cmp.Or(cfg.AdminRole, auth.DefaultAdminRole),
 		log:          cfg.Logger,
 		static:       cfg.Static,
 		app:          cfg.App,
@@ -202,6 +208,7 @@ func (s *Server) routes(ws http.Handler, metrics http.Handler) {
 			r.Delete("/api/locks/{type}/{uid}", s.release)
 			r.Post("/api/locks/{type}/{uid}/takeover", s.takeover)
 			r.Get("/api/me/locks", s.mine)
+			s.adminRoutes(r)
 		})
 	})
 }

@@ -45,6 +45,10 @@ var ErrUnauthorized = errors.New("auth: unauthorized")
 // is configured: setting "takeover-role".
 const DefaultTakeoverRole = "Locks.TakeOver"
 
+// DefaultAdminRole is the role of the lock console (PROTOCOL.md §10) when none is
+// configured: setting "admin-role".
+const DefaultAdminRole = "Locks.Admin"
+
 // The default claim names of ClaimNames.
 const (
 	DefaultTenantClaim = "tid"

@@ -6,6 +6,7 @@
 -- KEYS[4]  sockets key  lockconn:{tenant}:type:uid (set: ids of the sockets that claimed it)
 -- KEYS[5]  seen key     lockseen:{tenant}:type  (sorted set: lock key -> its index score last known;
 --          optional: see prelude.lua)
+-- KEYS[6]  audit key    lockaudit:{tenant}  (stream; optional: see prelude.lua)
 -- ARGV[1..6]  the event to publish, the clock, the index margin: see prelude.lua
 -- ARGV[7]  holder oid of the caller
 -- ARGV[8]  the new lock value, JSON built by Go
@@ -13,12 +14,15 @@
 -- ARGV[10] expiry, Unix ms (the index score)
 -- ARGV[11] TTL for the index and values keys, ms (lease plus the margin)
 -- ARGV[12] id of the claiming socket, or "" (HTTP)
+-- ARGV[13..17] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua); the
+--          Acquired entry's reason is claim
 --
 -- Returns {status, value, found}, status one of (claimReply in scripts.go):
 --   "acquired"  it was free and is now the caller's, published Acquired; value = ARGV[8]
 --   "mine"      the caller already holds it (another tab); value = the stored value
 --               (Go renews it by compare-and-set, keeping acquiredAtUtc)
 --   "locked"    someone else holds it; value = the stored value
+auditing(13)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if v then
@@ -29,4 +33,5 @@ store(KEYS[1], KEYS[2], KEYS[3], ARGV[8], ARGV[9], ARGV[10], ARGV[11])
 redis.call('DEL', KEYS[4]) -- sockets of a lease that ran out
 attach(KEYS[4], ARGV[12], ARGV[9])
 publish('Acquired', ARGV[8])
+record('Acquired', KEYS[1], ARGV[8], why, actor)
 return reply('acquired', ARGV[8])

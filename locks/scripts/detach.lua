@@ -12,11 +12,14 @@
 -- KEYS[4]  sockets key  lockconn:{tenant}:type:uid
 -- KEYS[5]  seen key     lockseen:{tenant}:type  (sorted set: lock key -> its index score last known;
 --          optional: see prelude.lua)
+-- KEYS[6]  audit key    lockaudit:{tenant}  (stream; optional: see prelude.lua)
 -- ARGV[1..6]  the event to publish, the clock, the index margin: see prelude.lua
 -- ARGV[7]  holder oid of the socket's user
 -- ARGV[8]  id of the socket that is gone
 -- ARGV[9]  "1" to release when no socket is left, "0" to only forget the socket
 --          (a graceful shutdown: its clients reconnect elsewhere and claim again)
+-- ARGV[10..14] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua); the
+--          Released entry's reason is disconnect, its actor the holder (whose socket went)
 --
 -- Returns {status, value, found}, status one of (detachReply in scripts.go):
 --   "released"  no socket was left, so it was dropped, published Released;
@@ -27,6 +30,7 @@
 --               else's (value = the stored value)
 -- A socket that is not in the set has no say: the lock was claimed afresh since
 -- (a new lease clears the set), or taken over, or claimed over HTTP.
+auditing(10)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if redis.call('SREM', KEYS[4], ARGV[8]) == 0 then return reply('kept', false) end
@@ -40,4 +44,6 @@ redis.call('HDEL', KEYS[3], KEYS[1])
 unsee(KEYS[1])
 settle(KEYS[2], KEYS[3])
 publish('Released', v)
+local d = decode(v)
+record('Released', KEYS[1], v, why, person(d['holderOid'], d['holderName']))
 return reply('released', v)

@@ -33,6 +33,53 @@ local function reply(status, value)
   return {status, value, found}
 end
 
+-- person is a {"oid","name"} JSON object of two strings encoded by cjson, or null
+-- when there is no oid.
+local function person(oid, name)
+  if type(oid) ~= 'string' or oid == '' then return 'null' end
+  if type(name) ~= 'string' then name = '' end
+  return '{"oid":' .. cjson.encode(oid) .. ',"name":' .. cjson.encode(name) .. '}'
+end
+
+-- The audit stream (PROTOCOL.md §10), KEYS[6]: lockaudit:{tenant}, a Redis Stream
+-- with one entry per Acquired, Released, TakenOver, Expired and force release (never
+-- Renewed), added in the same atomic step as the change, so the record and the change
+-- never disagree. Optional like the seen set: a program that runs these scripts with
+-- the five keys documented before the audit existed records nothing. A caller that
+-- passes KEYS[6] passes five more arguments at the position its script's header names
+-- (auditing below):
+--   ARGV[a]    the entry's at: RFC 3339, UTC, ms
+--   ARGV[a+1]  the cap: XADD MAXLEN ~ (about the newest this many entries are kept)
+--   ARGV[a+2]  the actor's oid (who causes the script's own change), or "" for none
+--   ARGV[a+3]  the actor's name
+--   ARGV[a+4]  the reason of the script's own change (claim, release, decision, ...)
+-- An entry's fields: op, entityType, entityUid, holder and actor ({"oid","name"}
+-- JSON, or null), reason, at. Changes of other writers (catchup, the sweep) are
+-- recorded with actor null and reason foreign; leases that ran out with reason expiry.
+-- Only a script that calls auditing records: one that does not (a script of another
+-- concept sharing this prelude) may use KEYS[6] for a key of its own.
+local audit = nil
+local auditAt, auditCap, actor, why = '', '10000', 'null', ''
+
+local function auditing(a)
+  audit = KEYS[6]
+  if not audit then return end
+  auditAt, auditCap = ARGV[a], ARGV[a + 1]
+  actor = person(ARGV[a + 2], ARGV[a + 3])
+  why = ARGV[a + 4] or ''
+end
+
+-- record adds the entry of op on the lock key k, whose value (the holder's) is v.
+local function record(op, k, v, reason, by)
+  if not audit then return end
+  local typ, uid = string.match(k, '^lock:{[^}]*}:([^:]+):(.+)$')
+  local ok, d = pcall(cjson.decode, v)
+  local holder = 'null'
+  if ok and type(d) == 'table' then holder = person(d['holderOid'], d['holderName']) end
+  redis.call('XADD', audit, 'MAXLEN', '~', auditCap, '*', 'op', op, 'entityType', typ or '',
+    'entityUid', uid or '', 'holder', holder, 'actor', by, 'reason', reason, 'at', auditAt)
+end
+
 -- decode returns the stored value's decoded table, or nil when it is not a lock
 -- (not JSON, or no string holderOid): such a value is never announced.
 -- holds says whether the stored value is a lock of oid.
@@ -167,6 +214,18 @@ local function announce(op, v, extra)
   found[#found + 1] = op
 end
 
+-- announceFound announces a change nobody announced on lock key k and records it: a
+-- lease run out (expiry) or another writer's change (foreign), caused by no actor
+-- lockhub knows.
+local function announceFound(op, k, v, extra)
+  announce(op, v, extra)
+  if op == 'Expired' then
+    record(op, k, v, 'expiry', 'null')
+  elseif op ~= 'Renewed' then
+    record(op, k, v, 'foreign', 'null')
+  end
+end
+
 -- changed announces that key k now holds v (a lock) where the copy was c (a lock or
 -- false), and keeps v as the copy and score (k's index score, or nil: read here) as
 -- its seen score.
@@ -174,14 +233,14 @@ local function changed(k, v, c, idx, vals, score)
   redis.call('HSET', vals, k, v)
   see(k, score or redis.call('ZSCORE', idx, k) or 0)
   if not c then
-    announce('Acquired', v)
+    announceFound('Acquired', k, v)
     return
   end
   local was, is = decode(c), decode(v)
   if was ~= nil and was['holderOid'] == is['holderOid'] then
-    announce('Renewed', v)
+    announceFound('Renewed', k, v)
   else
-    announce('TakenOver', v, previous(was))
+    announceFound('TakenOver', k, v, previous(was))
   end
 end
 
@@ -197,7 +256,7 @@ local function gone(k, c, idx, vals)
     local d = decode(c)
     if d ~= nil then expiry = instant(d['expiresAtUtc']) end
   end
-  announce(ended(expiry), c)
+  announceFound(ended(expiry), k, c)
 end
 
 -- catchup announces what another program did to the lock key k (stored value v, or

@@ -8,15 +8,19 @@
 -- KEYS[4]  sockets key  lockconn:{tenant}:type:uid
 -- KEYS[5]  seen key     lockseen:{tenant}:type  (sorted set: lock key -> its index score last known;
 --          optional: see prelude.lua)
+-- KEYS[6]  audit key    lockaudit:{tenant}  (stream; optional: see prelude.lua)
 -- ARGV[1..6]  the event to publish, the clock, the index margin: see prelude.lua
 -- ARGV[7]  holder oid of the caller
 -- ARGV[8]  id of the socket releasing it, or "" (HTTP: the lock is dropped whoever uses it)
+-- ARGV[9..13] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua); the
+--          Released entry's reason is release, or decision (approve, reject)
 --
 -- Returns {status, value, found}, status one of (releaseReply in scripts.go):
 --   "released"  dropped, published Released; value = the value that was stored
 --   "kept"      the socket let go, but another socket of the holder keeps the lock;
 --               nothing published; value = the stored value
 --   "notHeld"   gone (value nil) or someone else's (value = the stored value)
+auditing(9)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if not v then return reply('notHeld', false) end
@@ -31,4 +35,5 @@ redis.call('HDEL', KEYS[3], KEYS[1])
 unsee(KEYS[1])
 settle(KEYS[2], KEYS[3])
 publish('Released', v)
+record('Released', KEYS[1], v, why, actor)
 return reply('released', v)

@@ -9,6 +9,7 @@
 -- KEYS[4]  sockets key  lockconn:{tenant}:type:uid
 -- KEYS[5]  seen key     lockseen:{tenant}:type  (sorted set: lock key -> its index score last known;
 --          optional: see prelude.lua)
+-- KEYS[6]  audit key    lockaudit:{tenant}  (stream; optional: see prelude.lua)
 -- ARGV[1..6]  the event to publish, the clock, the index margin: see prelude.lua
 -- ARGV[7]  holder oid of the caller
 -- ARGV[8]  the value Go read (exact bytes)
@@ -17,12 +18,15 @@
 -- ARGV[11] expiry, Unix ms (the index score)
 -- ARGV[12] TTL for the index and values keys, ms
 -- ARGV[13] id of the renewing socket, or "" (HTTP)
+-- ARGV[14..18] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua): a renewal is
+--          not audited, only the changes of other writers found first
 --
 -- Returns {status, value, found}, status one of (renewReply in scripts.go):
 --   "renewed"  published Renewed; value = ARGV[9]
 --   "lost"     gone (value nil) or someone else's (value = the stored value)
 --   "raced"    still the caller's but changed since Go read it (another tab renewed);
 --              value = the stored value; Go retries with it
+auditing(14)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if not v then return reply('lost', false) end

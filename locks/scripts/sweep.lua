@@ -39,6 +39,7 @@
 --          tenant, that is while someone watches it)
 -- KEYS[5]  seen key     lockseen:{tenant}:type  (sorted set: lock key -> the index
 --          score lockhub last knew for it; see prelude.lua)
+-- KEYS[6]  audit key    lockaudit:{tenant}  (stream; optional: see prelude.lua)
 -- ARGV[1..6]  the events to publish, the clock, the index margin: see prelude.lua
 -- ARGV[7]  the lock key prefix of the index's type: lock:{tenant}:type:
 -- ARGV[8], ARGV[9]  a lock of that type with no holder, cut where its uid goes: how a
@@ -49,12 +50,15 @@
 --          this long (so N instances sweep a type about once per interval, not N
 --          times); "0" never skips
 -- ARGV[12] ms: how long the feed key lives after the last sweep (ARGV[10] "0")
+-- ARGV[13..17] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua): the
+--          sweep's entries have actor null, whatever ARGV[15..17] say
 --
 -- Returns {found, values}:
 --   found   the ops announced, one per event published
 --   values  the values of the live locks, read with MGET in this same round trip;
 --           empty when ARGV[10] is "0"
 
+auditing(13)
 local read = ARGV[10] == '1'
 if not read and tonumber(ARGV[11]) > 0 then
   if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[11]) then return {found, {}} end
@@ -209,7 +213,7 @@ for i, k in ipairs(keys) do
     redis.call('HDEL', KEYS[2], k)
     unsee(k)
     local f = foreign(k)
-    if f and scores[k] ~= nil then announce(ended(tonumber(scores[k])), f) end
+    if f and scores[k] ~= nil then announceFound(ended(tonumber(scores[k])), k, f) end
   end
 end
 local values = {}

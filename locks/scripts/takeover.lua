@@ -7,6 +7,7 @@
 -- KEYS[4]  sockets key  lockconn:{tenant}:type:uid
 -- KEYS[5]  seen key     lockseen:{tenant}:type  (sorted set: lock key -> its index score last known;
 --          optional: see prelude.lua)
+-- KEYS[6]  audit key    lockaudit:{tenant}  (stream; optional: see prelude.lua)
 -- ARGV[1..6]  the event to publish, the clock, the index margin: see prelude.lua
 -- ARGV[7]  holder oid of the caller
 -- ARGV[8]  the new lock value, JSON built by Go
@@ -14,6 +15,8 @@
 -- ARGV[10] expiry, Unix ms (the index score)
 -- ARGV[11] TTL for the index and values keys, ms
 -- ARGV[12] id of the socket taking over, or "" (HTTP)
+-- ARGV[13..17] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua); the
+--          Acquired or TakenOver entry's reason is takeover, its holder the caller
 --
 -- Returns {status, value, found}, status one of (takeoverReply in scripts.go):
 --   "takenOver"  someone else held it and now the caller does, published TakenOver;
@@ -21,6 +24,7 @@
 --   "acquired"   it was free and is now the caller's, published Acquired; value nil
 --   "mine"       the caller already holds it; value = the stored value (Go renews it
 --                by compare-and-set, keeping acquiredAtUtc)
+auditing(13)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 local prev = nil
@@ -33,7 +37,9 @@ redis.call('DEL', KEYS[4]) -- the previous holder's sockets no longer hold it
 attach(KEYS[4], ARGV[12], ARGV[9])
 if not v then
   publish('Acquired', ARGV[8])
+  record('Acquired', KEYS[1], ARGV[8], why, actor)
   return reply('acquired', false)
 end
 publish('TakenOver', ARGV[8], previous(prev))
+record('TakenOver', KEYS[1], ARGV[8], why, actor)
 return reply('takenOver', v)

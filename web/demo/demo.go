@@ -246,7 +246,7 @@ func (d *Domain) deleteEntity(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, demoError(err, ref.UID))
 		return
 	}
-	d.releaseAfter(r, ref, "delete")
+	d.releaseAfter(r, ref, "delete", locks.AuditRelease)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -292,16 +292,17 @@ func (d *Domain) decide(to RequestStatus) http.HandlerFunc {
 			d.fail(w, r, demoError(err, ref.UID))
 			return
 		}
-		d.releaseAfter(r, ref, string(to))
+		d.releaseAfter(r, ref, string(to), locks.AuditDecision)
 		writeRow(w, http.StatusOK, row)
 	}
 }
 
 // releaseAfter releases the caller's lock on ref after a write that ends the edit.
 // Not holding it is the common case for automation; a store that fails has failed
-// open and logged it; either way the write stands.
-func (d *Domain) releaseAfter(r *http.Request, ref locks.Ref, op string) {
-	res, err := d.locks.Release(r.Context(), ref, identity(r).Holder(), "") // decided: no tab edits it any more
+// open and logged it; either way the write stands. reason is what the audit trail
+// records: decision after approve or reject, release after a delete.
+func (d *Domain) releaseAfter(r *http.Request, ref locks.Ref, op string, reason locks.AuditReason) {
+	res, err := d.locks.ReleaseBecause(r.Context(), ref, identity(r).Holder(), "", reason) // no tab edits it any more
 	if err != nil {
 		d.log.LogAttrs(r.Context(), slog.LevelWarn, "releasing the lock after a write failed",
 			slog.String("op", op), slog.String("entity", ref.String()), slog.String("error", err.Error()))

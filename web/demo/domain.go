@@ -24,7 +24,8 @@ import (
 // the release that ends an edit after a decision. *locks.Store has it.
 type LockStore interface {
 	web.LockReader
-	Release(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
+	// ReleaseBecause is the release, recorded in the audit trail with its reason.
+	ReleaseBecause(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, reason locks.AuditReason) (locks.Result, error)
 }
 
 var _ LockStore = (*locks.Store)(nil)

@@ -252,6 +252,7 @@ var (
 	edsger   = person{"u-edsger", "Edsger Dijkstra", "acme", nil}
 	margaret = person{"u-margaret", "Margaret Hamilton", "acme", []string{"Locks.TakeOver"}}
 	linus    = person{"u-linus", "Linus Torvalds", "globex", nil}
+	barbara  = person{"u-barbara", "Barbara Liskov", "acme", []string{"Locks.Admin"}}
 )
 
 // token gets a development token for p from the hub.

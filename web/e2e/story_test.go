@@ -46,7 +46,7 @@ func TestStory(t *testing.T) {
 
 	step("0_SignInPageListsThePeople", func(t *testing.T) {
 		p := newTab(t, browser, "nobody", hub.base()+"/")
-		waitFor(t, p, "the sign-in list", `!`+sel("signin")+`.hidden && document.querySelectorAll('#signin-list a').length === 5`, 5*time.Second, sel("signin")+`.outerHTML`)
+		waitFor(t, p, "the sign-in list", `!`+sel("signin")+`.hidden && document.querySelectorAll('#signin-list a').length === 6`, 5*time.Second, sel("signin")+`.outerHTML`)
 		if !eval[bool](t, p, sel("signin-u-margaret")+`.textContent.includes('may take over') && `+sel("signin-u-linus")+`.textContent.includes('globex')`) {
 			t.Error("the sign-in list does not say who is the supervisor and who is of globex")
 		}

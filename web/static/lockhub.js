@@ -57,6 +57,9 @@
  *   PROTOCOL.md §9 (internal; its {@link View} is what {@link LockClient#view} returns).
  * - `lockhub/heartbeat.js`: the liveness check of a socket (internal).
  * - `lockhub/form.js`: {@link LockForm}. `lockhub/grid.js`: {@link LockGrid}.
+ * - `lockhub/console.js`: {@link LockConsole}, the lock console of an administrator
+ *   (`client.lockConsole(element)`): every live lock of the tenant, Force release, an
+ *   entity's audit trail.
  * - `lockhub/protocol.js`: the subprotocol, close codes, frame shapes and
  *   {@link LockhubError}.
  * - `lockhub/format.js`, `lockhub/token.js`, `lockhub/backoff.js`, `lockhub/callback.js`:
@@ -72,6 +75,7 @@ export { parseTime, formatClock, formatRemaining, lockedByText, activityOf, view
 export { LockClient, connect } from './lockhub/connection.js';
 export { LockForm } from './lockhub/form.js';
 export { LockGrid } from './lockhub/grid.js';
+export { LockConsole } from './lockhub/console.js';
 
 // The types of the public API, so that `import('/static/lockhub.js').Lock` and the like
 // keep naming them.
@@ -95,3 +99,6 @@ export { LockGrid } from './lockhub/grid.js';
 /** @typedef {import('./lockhub/presence.js').ViewStatus} ViewStatus */
 /** @typedef {import('./lockhub/form.js').OtherViewer} OtherViewer */
 /** @typedef {import('./lockhub/form.js').NudgeOutcome} NudgeOutcome */
+/** @typedef {import('./lockhub/console.js').LockConsoleOptions} LockConsoleOptions */
+/** @typedef {import('./lockhub/console.js').AuditEntry} AuditEntry */
+/** @typedef {import('./lockhub/console.js').AuditPage} AuditPage */

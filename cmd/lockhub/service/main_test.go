@@ -147,6 +147,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no lockable", []string{"--lockable", " , "}, nil, "--lockable"},
 		{"bad listen", []string{"--listen", "8080"}, nil, "--listen"},
 		{"empty takeover role", []string{"--takeover-role="}, nil, "--takeover-role"},
+		{"empty admin role", []string{"--admin-role", " "}, nil, "--admin-role"},
 		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level"},
 		{"unknown flag", []string{"--redis", "x"}, nil, "redis"},
 		{"stray argument", []string{"serve"}, nil, "serve"},
@@ -192,7 +193,7 @@ func TestConfigErrorHidesPassword(t *testing.T) {
 func TestConfigFlagWinsOverEnvironment(t *testing.T) {
 	c, err := parseConfig([]string{"--dev", "--lease", "7m", "--redis-cluster", "--redis-url", "redis://a:7000"},
 		env("LOCKHUB_LEASE", "9m", "LOCKHUB_RENEW_EVERY", "3m", "LOCKHUB_LOCKABLE", "Order, ApprovalRequest",
-			"LOCKHUB_ALLOWED_ORIGINS", "https://tms.example.com , https://*.example.com", "LOCKHUB_TAKEOVER_ROLE", ""), io.Discard)
+			"LOCKHUB_ALLOWED_ORIGINS", "https://tms.example.com , https://*.example.com", "LOCKHUB_TAKEOVER_ROLE", "", "LOCKHUB_ADMIN_ROLE", "Env.Admin"), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +202,9 @@ func TestConfigFlagWinsOverEnvironment(t *testing.T) {
 	}
 	if strings.Join(c.Lockable, ",") != "Order,ApprovalRequest" || len(c.Hub.AllowedOrigins) != 2 {
 		t.Fatalf("config %+v", c)
+	}
+	if c.Hub.AdminRole != "Env.Admin" {
+		t.Fatalf("admin role %q, want the environment's", c.Hub.AdminRole)
 	}
 	if c.Hub.TakeoverRole != "Locks.TakeOver" || c.Hub.ReleaseGrace != 10*time.Second || c.Listen != "127.0.0.1:8080" || !c.Development() { // the development default
 		t.Fatalf("defaults: %+v", c) // an empty variable counts as unset
@@ -219,7 +223,7 @@ func TestHelp(t *testing.T) {
 	new(Config).flags(fs)
 	fs.VisitAll(func(f *flag.Flag) { flags = append(flags, f.Name) })
 	for _, name := range []string{"listen", "redis-url", "redis-cluster", "jwks-url", "issuer", "audience",
-		"lockable", "lease", "renew-every", "release-grace", "demo-redis-url", "allowed-origins", "takeover-role"} {
+		"lockable", "lease", "renew-every", "release-grace", "demo-redis-url", "allowed-origins", "takeover-role", "admin-role"} {
 		if !slices.Contains(flags, name) {
 			t.Errorf("no flag --%s", name)
 		}

@@ -17,6 +17,7 @@ import (
 func TestFlagsReachTheParts(t *testing.T) {
 	r := start(t, []string{
 		"--takeover-role", "Custom.Role",
+		"--admin-role", "Custom.Admin",
 		"--renew-every", "90s",
 		"--lease", "3m",
 		"--allowed-origins", "https://*.example.com",
@@ -64,6 +65,17 @@ func TestFlagsReachTheParts(t *testing.T) {
 		expires, err2 := time.Parse(time.RFC3339, str(lock["expiresAtUtc"]))
 		if err := errors.Join(err1, err2); err != nil || expires.Sub(acquired) != 3*time.Minute {
 			t.Fatalf("lock %v: lease %s (%v), want 3m", lock, expires.Sub(acquired), err)
+		}
+	})
+
+	t.Run("admin role", func(t *testing.T) {
+		admin := devToken(t, r.url, "u-root", "Custom.Admin")
+		if a := call(t, "GET", r.url+"/api/admin/locks", admin, ""); a.status != 200 {
+			t.Fatalf("the console with the configured role: %d %s", a.status, a.raw)
+		}
+		dflt := devToken(t, r.url, "u-rita", "Locks.Admin") // the default role, not configured
+		if a := call(t, "GET", r.url+"/api/admin/audit", dflt, ""); a.status != 403 || a.body["code"] != "forbidden" {
+			t.Fatalf("the console with the default role: %d %s, want 403 forbidden", a.status, a.raw)
 		}
 	})
 

@@ -16,6 +16,7 @@
  * - conn.js: the connection indicator (ConnIndicator);
  * - grid.js: the grid of requests (GridView);
  * - detail.js: the detail form of the open request (DetailView);
+ * - the lock console (client.lockConsole), for a person with the admin role;
  * - text.js and dom.js: what the page says, and finding its elements.
  */
 import { connect } from '/static/lockhub.js';
@@ -56,6 +57,7 @@ function start(me, open) {
   const detail = new DetailView(client, session, grid);
   grid.onOpen = (uid) => void detail.open(uid);
   grid.onRowUpdated = (row) => detail.rowUpdated(row);
+  const lockConsole = me.roles.includes('Locks.Admin') ? showConsole(client) : null;
 
   // For QA in the console and for the end-to-end tests.
   Object.assign(window, {
@@ -68,10 +70,20 @@ function start(me, open) {
       open: (/** @type {string} */ uid, /** @type {{focus?: boolean}} */ opts) => detail.open(uid, opts),
       close: () => detail.close(false),
       reload: () => grid.load(),
+      lockConsole,
     },
   });
 
   void grid.load().then(() => {
     if (open) void detail.open(open);
   });
+}
+
+/**
+ * Shows the lock console (PROTOCOL.md §10) above the grid.
+ * @param {import('/static/lockhub.js').LockClient} client
+ */
+function showConsole(client) {
+  byId('console-card').hidden = false;
+  return client.lockConsole(byId('lock-console'));
 }

@@ -49,7 +49,7 @@ export class GridView {
   constructor(client, session, me) {
     this.#session = session;
     this.#card.hidden = false;
-    this.#sub.textContent = `Tenant ${me.tenant} · ${me.name}${me.roles.length ? ' · supervisor, may take over locks' : ''}`;
+    this.#sub.textContent = `Tenant ${me.tenant} · ${me.name}${me.roles.includes('Locks.TakeOver') ? ' · supervisor, may take over locks' : ''}`;
     client.lockGrid(this.#table, TYPE, 'data-uid', {
       onChange: (_locks, change) => {
         // A lock ends when someone decides (approve and reject release it): show the

@@ -17,8 +17,9 @@
  */
 
 /**
- * The people of the demo. Three office users and a supervisor of tenant acme, and
- * one user of tenant globex who must see none of acme's locks.
+ * The people of the demo. Three office users, a supervisor and an administrator (the
+ * lock console, PROTOCOL.md §10) of tenant acme, and one user of tenant globex who
+ * must see none of acme's locks.
  * @type {User[]}
  */
 export const USERS = [
@@ -26,8 +27,20 @@ export const USERS = [
   { oid: 'u-grace', name: 'Grace Hopper', tenant: 'acme', roles: [], role: 'Office' },
   { oid: 'u-edsger', name: 'Edsger Dijkstra', tenant: 'acme', roles: [], role: 'Office' },
   { oid: 'u-margaret', name: 'Margaret Hamilton', tenant: 'acme', roles: ['Locks.TakeOver'], role: 'Supervisor' },
+  { oid: 'u-barbara', name: 'Barbara Liskov', tenant: 'acme', roles: ['Locks.Admin'], role: 'Administrator' },
   { oid: 'u-linus', name: 'Linus Torvalds', tenant: 'globex', roles: [], role: 'Office' },
 ];
+
+/**
+ * What a person's roles let them do, for the page: "" for none.
+ * @param {User} u
+ * @returns {string}
+ */
+export function roleText(u) {
+  if (u.roles.includes('Locks.TakeOver')) return ' · may take over locks';
+  if (u.roles.includes('Locks.Admin')) return ' · sees and releases every lock';
+  return '';
+}
 
 /**
  * The user the address names (`?user=`), or null.
@@ -48,7 +61,7 @@ export function setUpPicker(picker, user) {
   for (const u of USERS) {
     const opt = document.createElement('option');
     opt.value = u.oid;
-    opt.textContent = `${u.name} (${u.tenant}${u.roles.length ? ', supervisor' : ''})`;
+    opt.textContent = `${u.name} (${u.tenant}${u.role !== 'Office' ? `, ${u.role.toLowerCase()}` : ''})`;
     picker.append(opt);
   }
   picker.value = user ? user.oid : '';
@@ -76,7 +89,7 @@ export function showSignin(card, list) {
     name.textContent = u.name;
     const meta = document.createElement('span');
     meta.className = 'muted';
-    meta.textContent = `${u.role} · tenant ${u.tenant}${u.roles.length ? ' · may take over locks' : ''}`;
+    meta.textContent = `${u.role} · tenant ${u.tenant}${roleText(u)}`;
     a.append(name, meta);
     li.append(a);
     list.append(li);

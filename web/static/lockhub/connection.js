@@ -14,6 +14,7 @@
 
 import { backoffDelay } from './backoff.js';
 import { safeCall } from './callback.js';
+import { LockConsole } from './console.js';
 import { LockForm } from './form.js';
 import { parseTime } from './format.js';
 import { LockGrid } from './grid.js';
@@ -37,6 +38,8 @@ import { Watches } from './watches.js';
 /** @typedef {import('./presence.js').ViewListener} ViewListener */
 /** @typedef {import('./form.js').LockFormOptions} LockFormOptions */
 /** @typedef {import('./grid.js').LockGridOptions} LockGridOptions */
+/** @typedef {import('./console.js').LockConsoleOptions} LockConsoleOptions */
+/** @typedef {import('./console.js').AuditPage} AuditPage */
 
 /**
  * @typedef {'connecting'|'open'|'reconnecting'|'closed'|'forbidden'} ConnectionStateName
@@ -411,6 +414,36 @@ export class LockClient {
    */
   lockGrid(table, type, rowUid, options = {}) {
     return new LockGrid(this, table, type, rowUid, options);
+  }
+
+  /**
+   * Shows the lock console of the tenant (PROTOCOL.md §10, the admin role). See
+   * {@link LockConsole}.
+   * @param {HTMLElement} element
+   * @param {LockConsoleOptions} [options]
+   * @returns {LockConsole}
+   */
+  lockConsole(element, options = {}) {
+    return new LockConsole(this, element, options);
+  }
+
+  /**
+   * Reads the tenant's audit trail (GET /api/admin/audit of the hub's origin, with the
+   * token of the socket; the admin role), newest first. Rejects with a
+   * {@link LockhubError} carrying the answer's code (`forbidden`, `bad_request`, ...).
+   * @param {{entityType?: string, entityUid?: string, before?: string|null, limit?: number}} [query]
+   * @returns {Promise<AuditPage>}
+   */
+  async audit(query = {}) {
+    const u = new URL('/api/admin/audit', this.#o.url.replace(/^ws/, 'http'));
+    for (const [k, v] of Object.entries(query)) {
+      if (v !== undefined && v !== null && v !== '') u.searchParams.set(k, String(v));
+    }
+    const token = this.#token || (await this.#o.getToken({ reason: 'connect', rejected: false }));
+    const res = await fetch(u, { headers: { Authorization: `Bearer ${token}` }, cache: 'no-store' });
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok) throw new LockhubError(body.code || `http_${res.status}`, body.message || res.statusText);
+    return body;
   }
 
   // ------------------------------------------------------------------ holds (internal API of LockForm)

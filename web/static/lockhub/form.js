@@ -337,8 +337,11 @@ export class LockForm {
       text = `${who} took over this record at ${formatClock(e.takenAt)}. The form is read-only; your unsaved changes were not saved.`;
       kind = 'takenOver';
     } else if (state === 'ended') {
-      const who = e.takenBy ? `${e.takenBy.name} released` : 'Your lock was released elsewhere';
-      text = `${who}${e.takenBy ? ' your lock' : ''} at ${formatClock(e.takenAt)} (the record may have been decided in another app). The form is read-only; reopen it to edit again.`;
+      // Released by a named person (an administrator's force release, §10), or by
+      // another program that says nothing of who (the .NET API deciding it, §8).
+      text = e.takenBy
+        ? `${e.takenBy.name} released your lock at ${formatClock(e.takenAt)}. The form is read-only; reopen it to edit again.`
+        : `Your lock was released elsewhere at ${formatClock(e.takenAt)} (the record may have been decided in another app). The form is read-only; reopen it to edit again.`;
       kind = 'takenOver';
     } else if (state === 'unknown') {
       text = e.note && e.note !== 'forbidden'

@@ -1,0 +1,64 @@
+package hub
+
+import (
+	"fmt"
+
+	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// The lock console on the socket (PROTOCOL.md §10), for a socket whose token has the
+// admin role:
+//
+//	C: {"id":"30","type":"adminLocks"}
+//	S: {"id":"30","type":"result","locks":[..]}          every live lock of the tenant
+//	C: {"id":"31","type":"forceRelease","entityType":"..","entityUid":".."}
+//	S: {"id":"31","type":"result","outcome":"released","lock":{..}}   or "notHeld", lock null
+//
+// Without the role both answer an error frame with code forbidden. The role is read
+// from the socket's current token, so a refresh that drops it closes the console.
+
+// isAdmin says whether the socket's token has the admin role.
+func (c *conn) isAdmin() bool { return c.ident.HasRole(c.h.cfg.AdminRole) }
+
+// refuseAdmin answers forbidden to a console request of a socket without the role.
+func (c *conn) refuseAdmin(req protocol.Request) bool {
+	if c.isAdmin() {
+		return false
+	}
+	c.sendError(req, &protocol.Error{Code: protocol.CodeForbidden,
+		Message: fmt.Sprintf("%s needs the role %s", req.Type, c.h.cfg.AdminRole)})
+	return true
+}
+
+// adminLocks answers every live lock of the socket's tenant.
+func (c *conn) adminLocks(req protocol.Request) {
+	if c.refuseAdmin(req) {
+		return
+	}
+	ls, err := c.h.store.AdminLocks(c.h.ctx, c.ident.Tenant)
+	if err != nil {
+		c.sendError(req, err)
+		return
+	}
+	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Locks: ls})
+}
+
+// forceRelease drops a lock of the socket's tenant whoever holds it; the store
+// announces it as Released with "by" and records it in the audit trail.
+func (c *conn) forceRelease(req protocol.Request) {
+	if c.refuseAdmin(req) {
+		return
+	}
+	ref := locks.Ref{Tenant: c.ident.Tenant, Type: req.EntityType, UID: req.EntityUID}
+	res, err := c.h.store.ForceRelease(c.h.ctx, ref, c.ident.Holder())
+	if err != nil {
+		c.sendError(req, err)
+		return
+	}
+	c.h.met.outcomes.WithLabelValues(string(req.Type), string(res.Outcome)).Inc()
+	if res.Outcome == protocol.OutcomeReleased {
+		c.untrack(ref) // the admin's own lock through this socket, if it was
+	}
+	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Outcome: res.Outcome, Lock: res.Lock})
+}

@@ -1,0 +1,66 @@
+package locks
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// The lock console of PROTOCOL.md §10: every live lock of a tenant, and the force
+// release. Who may use them (the admin role) is the transports' to check.
+
+// AdminLocks returns every live lock of a tenant, of every lockable type, walking the
+// per-type indexes (never KEYS or SCAN). On fail open it returns no locks.
+func (s *Store) AdminLocks(ctx context.Context, tenant string) ([]protocol.Lock, error) {
+	if !ValidTenant(tenant) {
+		return nil, &InvalidEntityError{Field: "tenant", Value: tenant}
+	}
+	locks, _ := runOp(ctx, s, opAdminLocks, func(ctx context.Context) ([]protocol.Lock, error) {
+		var out []protocol.Lock
+		for _, t := range s.reg.Types() {
+			l, err := s.sweep(ctx, tenant, t, true, 0, nil)
+			if err != nil {
+				return nil, err // failing open is no locks, not the types read so far
+			}
+			out = append(out, l...)
+		}
+		return out, nil
+	}, listedLabel)
+	return locks, nil
+}
+
+// ForceRelease drops the lock on ref whoever holds it, for admin: every socket of the
+// holder loses it, watchers get Released with "by" naming admin, and the audit trail
+// gets ForceReleased (reason admin). It answers released (Lock is the lock that was
+// held), notHeld (free) or unknown.
+func (s *Store) ForceRelease(ctx context.Context, ref Ref, admin protocol.Holder) (Result, error) {
+	if err := s.check(ref, &admin); err != nil {
+		return Result{}, err
+	}
+	res := s.write(ctx, opForceRelease, func(ctx context.Context) (Result, error) { return s.forceRelease(ctx, ref, admin) })
+	s.amet.forced.WithLabelValues(string(res.Outcome)).Inc()
+	return res, nil
+}
+
+func (s *Store) forceRelease(ctx context.Context, ref Ref, admin protocol.Holder) (Result, error) {
+	now := s.now()
+	st, stored, err := s.sc.force.run(ctx, s, s.keys(ref), s.pubArgs(ref.Tenant, now), s.auditArgs(now, &admin, AuditAdmin),
+		admin.OID, admin.Name)
+	if err != nil {
+		return Result{}, err
+	}
+	switch st {
+	case forceReleased:
+		s.met.published.WithLabelValues(string(protocol.OpReleased)).Inc()
+		s.audited(string(OpForceReleased), 1)
+		l, err := decodeLock(stored)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Outcome: protocol.OutcomeReleased, Lock: &l}, nil
+	case forceNotHeld:
+		return Result{Outcome: protocol.OutcomeNotHeld}, nil
+	}
+	return Result{}, &corruptError{fmt.Sprintf("forcerelease script answered status %q", st)}
+}

@@ -1,0 +1,33 @@
+-- forcerelease: an administrator drops a lock whoever holds it (the lock console,
+-- PROTOCOL.md §10; the caller's role was checked in Go). Every socket of the holder
+-- loses it at once, and the event says who released it.
+--
+-- KEYS[1]  lock key     lock:{tenant}:type:uid
+-- KEYS[2]  index key    lockidx:{tenant}:type
+-- KEYS[3]  values key   lockval:{tenant}:type
+-- KEYS[4]  sockets key  lockconn:{tenant}:type:uid
+-- KEYS[5]  seen key     lockseen:{tenant}:type  (sorted set: lock key -> its index score last known;
+--          optional: see prelude.lua)
+-- KEYS[6]  audit key    lockaudit:{tenant}  (stream; optional: see prelude.lua)
+-- ARGV[1..6]  the event to publish, the clock, the index margin: see prelude.lua
+-- ARGV[7]  the administrator's oid, named in the event as "by"
+-- ARGV[8]  the administrator's name
+-- ARGV[9..13] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua); the
+--          actor is the administrator, the reason admin
+--
+-- Returns {status, value, found}, status one of (forceReleaseReply in scripts.go):
+--   "released"  dropped, published Released with "by", recorded ForceReleased;
+--               value = the value that was stored
+--   "notHeld"   free, or a value that is not a lock (left alone); value nil
+auditing(9)
+local v = redis.call('GET', KEYS[1])
+catchup(KEYS[1], v, KEYS[2], KEYS[3])
+if not v or decode(v) == nil then return reply('notHeld', false) end
+redis.call('DEL', KEYS[1], KEYS[4])
+redis.call('ZREM', KEYS[2], KEYS[1])
+redis.call('HDEL', KEYS[3], KEYS[1])
+unsee(KEYS[1])
+settle(KEYS[2], KEYS[3])
+publish('Released', v, ',"by":' .. person(ARGV[7], ARGV[8]))
+record('ForceReleased', KEYS[1], v, why, actor)
+return reply('released', v)

@@ -1,0 +1,347 @@
+// @ts-check
+/**
+ * The lock console of PROTOCOL.md §10: {@link LockConsole}, made by
+ * {@link LockClient#lockConsole}. For people whose token has the admin role.
+ *
+ * It lists every live lock of the tenant (holder, since, expiry), kept live by a watch
+ * of each lockable type the welcome names; offers a Force release per lock, which asks
+ * for a confirmation in the row before it sends `forceRelease`; and shows the audit
+ * trail of a chosen entity (GET /api/admin/audit, newest first, "Older" follows the
+ * cursor). Without the role it says so and shows nothing else.
+ *
+ * Like the form and the grid it injects no styles: classes `lockhub-console*`, styled
+ * by lockhub.css. Elements carry `data-testid` for tests.
+ *
+ * @module lockhub/console
+ */
+
+import { formatClock, formatRemaining, parseTime } from './format.js';
+
+/** @typedef {import('./protocol.js').Lock} Lock */
+/** @typedef {import('./protocol.js').Holder} Holder */
+/** @typedef {import('./connection.js').LockClient} LockClient */
+/** @typedef {import('./watches.js').Watch} Watch */
+
+/**
+ * An entry of the audit trail (PROTOCOL.md §10).
+ * @typedef {object} AuditEntry
+ * @property {string} id
+ * @property {'Acquired'|'Released'|'TakenOver'|'Expired'|'ForceReleased'} op
+ * @property {string} entityType
+ * @property {string} entityUid
+ * @property {Holder|null} holder
+ * @property {Holder|null} actor
+ * @property {string} reason  claim, release, takeover, expiry, disconnect, decision, admin, foreign
+ * @property {string} at
+ */
+
+/**
+ * A page of the audit trail.
+ * @typedef {object} AuditPage
+ * @property {AuditEntry[]} entries
+ * @property {string|null} next  the cursor of the next, older page
+ */
+
+/**
+ * @typedef {object} LockConsoleOptions
+ * @property {number} [pageSize]  audit entries per page. Default 50.
+ */
+
+/**
+ * Builds an element.
+ * @param {string} tag @param {string} [cls] @param {string} [text]
+ * @returns {HTMLElement}
+ */
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+/**
+ * @param {string} text @param {string} testid
+ * @returns {HTMLButtonElement}
+ */
+function button(text, testid) {
+  const b = /** @type {HTMLButtonElement} */ (el('button', 'lockhub-console-btn', text));
+  b.type = 'button';
+  b.dataset.testid = testid;
+  return b;
+}
+
+/** What an entry says happened, for people. */
+const OP_TEXT = /** @type {Record<string, string>} */ ({
+  Acquired: 'acquired',
+  Released: 'released',
+  TakenOver: 'taken over',
+  Expired: 'expired',
+  ForceReleased: 'force released',
+});
+
+/**
+ * The tenant's live locks with a Force release each, and an entity's audit trail.
+ */
+export class LockConsole {
+  /** @type {LockClient} */ #client;
+  /** @type {HTMLElement} */ #root;
+  /** @type {Map<string, Watch>} */ #watches = new Map();
+  /** @type {HTMLElement} */ #status;
+  /** @type {HTMLTableSectionElement} */ #body;
+  /** @type {HTMLElement} */ #trail;
+  /** @type {HTMLElement} */ #trailTitle;
+  /** @type {HTMLOListElement} */ #entries;
+  /** @type {HTMLButtonElement} */ #older;
+  /** @type {HTMLSelectElement} */ #pickType;
+  /** @type {HTMLInputElement} */ #pickUid;
+  /** Rows waiting for the confirmation of a force release, by type/uid. */
+  #confirming = new Set();
+  /** @type {{type: string, uid: string, next: string|null}|null} */ #shown = null;
+  #pageSize;
+  #closed = false;
+  /** @type {ReturnType<typeof setInterval>} */ #timer;
+  /** @type {() => void} */ #unsubWelcome;
+
+  /**
+   * @param {LockClient} client
+   * @param {HTMLElement} element  the console's container; its content is replaced
+   * @param {LockConsoleOptions} [opts]
+   */
+  constructor(client, element, opts = {}) {
+    this.#client = client;
+    this.#root = element;
+    this.#pageSize = opts.pageSize || 50;
+    element.classList.add('lockhub-console');
+    this.#status = el('p', 'lockhub-console-status');
+    this.#status.dataset.testid = 'console-status';
+    this.#status.setAttribute('role', 'status');
+
+    const table = /** @type {HTMLTableElement} */ (el('table', 'lockhub-console-locks'));
+    table.dataset.testid = 'console-locks';
+    const head = table.createTHead().insertRow();
+    for (const h of ['Entity', 'Holder', 'Since', 'Expires', '']) {
+      const th = el('th', '', h);
+      th.setAttribute('scope', 'col');
+      head.append(th);
+    }
+    this.#body = table.createTBody();
+
+    const pick = el('form', 'lockhub-console-pick');
+    pick.dataset.testid = 'console-pick';
+    this.#pickType = /** @type {HTMLSelectElement} */ (el('select'));
+    this.#pickType.setAttribute('aria-label', 'Entity type');
+    this.#pickUid = /** @type {HTMLInputElement} */ (el('input'));
+    this.#pickUid.placeholder = 'uid, e.g. r-1001';
+    this.#pickUid.setAttribute('aria-label', 'Entity uid');
+    this.#pickUid.dataset.testid = 'console-pick-uid';
+    const show = button('Show history', 'console-pick-show');
+    show.type = 'submit';
+    pick.append(this.#pickType, this.#pickUid, show);
+    pick.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const uid = this.#pickUid.value.trim();
+      if (uid) void this.showTrail(this.#pickType.value, uid);
+    });
+
+    this.#trail = el('section', 'lockhub-console-trail');
+    this.#trail.dataset.testid = 'console-trail';
+    this.#trail.hidden = true;
+    this.#trailTitle = el('h3', 'lockhub-console-trail-title');
+    this.#entries = /** @type {HTMLOListElement} */ (el('ol', 'lockhub-console-entries'));
+    this.#older = button('Older', 'console-trail-older');
+    this.#older.hidden = true;
+    this.#older.addEventListener('click', () => void this.#loadTrail(true));
+    this.#trail.append(this.#trailTitle, this.#entries, this.#older);
+
+    element.replaceChildren(this.#status, table, pick, this.#trail);
+    this.#timer = setInterval(() => this.#tickExpiry(), 1000);
+    this.#unsubWelcome = client.onWelcome((w) => void this.#start(w.lockable));
+  }
+
+  /**
+   * On every welcome: check the role with `adminLocks`, then watch each lockable type
+   * (the watches keep the list live, and make it whole again after a reconnect).
+   * @param {string[]} types
+   */
+  async #start(types) {
+    try {
+      await this.#client.request({ type: 'adminLocks' });
+    } catch (err) {
+      if (this.#closed) return;
+      const code = /** @type {{code?: string}} */ (err).code;
+      this.#status.textContent = code === 'forbidden'
+        ? 'The lock console needs the administrator role.'
+        : `The locks could not be read (${code || err}).`;
+      this.#root.dataset.state = code === 'forbidden' ? 'forbidden' : 'error';
+      return;
+    }
+    if (this.#closed) return;
+    this.#root.dataset.state = 'open';
+    this.#pickType.replaceChildren(...types.map((t) => {
+      const o = /** @type {HTMLOptionElement} */ (el('option', '', t));
+      o.value = t;
+      return o;
+    }));
+    for (const t of types) {
+      if (!this.#watches.has(t)) this.#watches.set(t, this.#client.watch(t, () => this.render()));
+    }
+    this.render();
+  }
+
+  /** Every live lock the console shows, by type then uid. @returns {Lock[]} */
+  get locks() {
+    const out = [];
+    for (const w of this.#watches.values()) out.push(...w.locks.values());
+    return out.sort((a, b) => a.entityType.localeCompare(b.entityType) || a.entityUid.localeCompare(b.entityUid));
+  }
+
+  /** Redraws the list of locks; called on its own after every change. */
+  render() {
+    if (this.#closed) return;
+    const locks = this.locks;
+    this.#status.textContent = locks.length === 1 ? '1 lock is held now.' : `${locks.length} locks are held now.`;
+    const rows = locks.map((l) => this.#row(l));
+    if (!rows.length) {
+      const tr = document.createElement('tr');
+      const td = el('td', 'lockhub-console-empty', 'Nobody holds a lock.');
+      td.setAttribute('colspan', '5');
+      tr.append(td);
+      rows.push(tr);
+    }
+    this.#body.replaceChildren(...rows);
+    for (const key of this.#confirming) {
+      if (!locks.some((l) => `${l.entityType}/${l.entityUid}` === key)) this.#confirming.delete(key);
+    }
+  }
+
+  /** @param {Lock} l @returns {HTMLTableRowElement} */
+  #row(l) {
+    const key = `${l.entityType}/${l.entityUid}`;
+    const tr = document.createElement('tr');
+    tr.dataset.testid = 'console-lock';
+    tr.dataset.uid = l.entityUid;
+    tr.dataset.type = l.entityType;
+    const entity = el('td', 'lockhub-console-entity');
+    entity.append(el('span', 'lockhub-console-type', l.entityType), ' ', el('strong', '', l.entityUid));
+    const holder = el('td', 'lockhub-holder', l.holderName);
+    holder.title = l.holderOid;
+    const since = el('td', '', formatClock(l.acquiredAtUtc));
+    const exp = el('td', 'lockhub-expiry');
+    exp.dataset.expires = l.expiresAtUtc;
+    this.#expiryText(exp);
+    const act = el('td', 'lockhub-console-actions');
+    const history = button('History', 'console-history');
+    history.addEventListener('click', () => void this.showTrail(l.entityType, l.entityUid));
+    if (this.#confirming.has(key)) {
+      const ask = el('span', 'lockhub-console-confirm', `Release ${l.holderName}'s lock? Unsaved changes in their form are lost.`);
+      ask.dataset.testid = 'console-confirm-text';
+      const yes = button('Release', 'console-confirm');
+      yes.classList.add('lockhub-console-danger');
+      yes.addEventListener('click', () => void this.#forceRelease(l, yes));
+      const no = button('Cancel', 'console-cancel');
+      no.addEventListener('click', () => {
+        this.#confirming.delete(key);
+        this.render();
+      });
+      act.append(ask, yes, no);
+    } else {
+      const force = button('Force release', 'console-force');
+      force.classList.add('lockhub-console-danger');
+      force.addEventListener('click', () => {
+        this.#confirming.add(key);
+        this.render();
+      });
+      act.append(force, history);
+    }
+    tr.append(entity, holder, since, exp, act);
+    return tr;
+  }
+
+  /** @param {Lock} l @param {HTMLButtonElement} btn */
+  async #forceRelease(l, btn) {
+    btn.disabled = true;
+    const key = `${l.entityType}/${l.entityUid}`;
+    try {
+      const r = await this.#client.request({ type: 'forceRelease', entityType: l.entityType, entityUid: l.entityUid });
+      this.#status.textContent = r.outcome === 'released'
+        ? `Released ${r.lock?.holderName ?? l.holderName}'s lock on ${l.entityUid}.`
+        : r.outcome === 'notHeld'
+          ? `${l.entityUid} was free already.`
+          : `${l.entityUid}: the lock store did not answer; try again.`;
+    } catch (err) {
+      this.#status.textContent = `${l.entityUid} was not released: ${/** @type {Error} */ (err).message}`;
+    } finally {
+      this.#confirming.delete(key);
+      this.render();
+      if (this.#shown && this.#shown.type === l.entityType && this.#shown.uid === l.entityUid) void this.showTrail(l.entityType, l.entityUid);
+    }
+  }
+
+  /**
+   * Shows the audit trail of one entity, newest first.
+   * @param {string} type @param {string} uid
+   */
+  async showTrail(type, uid) {
+    this.#shown = { type, uid, next: null };
+    this.#trail.hidden = false;
+    this.#trailTitle.textContent = `History of ${type} ${uid}`;
+    this.#entries.replaceChildren();
+    await this.#loadTrail(false);
+  }
+
+  /** @param {boolean} more  the next, older page of the entity shown */
+  async #loadTrail(more) {
+    const shown = this.#shown;
+    if (!shown) return;
+    this.#older.hidden = true;
+    try {
+      const page = await this.#client.audit({ entityType: shown.type, entityUid: shown.uid, before: more ? shown.next : null, limit: this.#pageSize });
+      if (this.#shown !== shown) return; // another entity was chosen meanwhile
+      shown.next = page.next;
+      this.#entries.append(...page.entries.map((e) => this.#entry(e)));
+      if (!more && !page.entries.length) this.#entries.append(el('li', 'lockhub-console-empty', 'Nothing recorded.'));
+      this.#older.hidden = !page.next;
+    } catch (err) {
+      if (this.#shown === shown) this.#entries.append(el('li', 'lockhub-console-error', `The history could not be read: ${/** @type {Error} */ (err).message}`));
+    }
+  }
+
+  /** @param {AuditEntry} e @returns {HTMLLIElement} */
+  #entry(e) {
+    const li = /** @type {HTMLLIElement} */ (el('li', 'lockhub-console-entry'));
+    li.dataset.testid = 'console-entry';
+    li.dataset.op = e.op;
+    li.dataset.reason = e.reason;
+    const when = el('time', 'lockhub-console-when', new Date(parseTime(e.at)).toLocaleString());
+    when.setAttribute('datetime', e.at);
+    const who = e.holder ? `${e.holder.name}'s lock` : 'A lock';
+    let text = `${who} ${OP_TEXT[e.op] || e.op}`;
+    if (e.actor && (!e.holder || e.actor.oid !== e.holder.oid)) text += ` by ${e.actor.name}`;
+    text += ` (${e.reason})`;
+    li.append(when, ' ', el('span', '', text));
+    return li;
+  }
+
+  /** @param {HTMLElement} exp */
+  #expiryText(exp) {
+    const at = parseTime(exp.dataset.expires || '');
+    exp.textContent = `${formatClock(at)} · ${formatRemaining(at - this.#client.now())}`;
+  }
+
+  #tickExpiry() {
+    for (const exp of this.#body.querySelectorAll('td.lockhub-expiry')) {
+      if (exp instanceof HTMLElement) this.#expiryText(exp);
+    }
+  }
+
+  /** Stops watching and empties the console. */
+  close() {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#unsubWelcome();
+    for (const w of this.#watches.values()) w.close();
+    this.#watches.clear();
+    this.#root.replaceChildren();
+  }
+}
