@@ -270,6 +270,7 @@ func TestPresenceRedisRestart(t *testing.T) {
 		store: func(c *locks.Config) { c.Timeout = 500 * time.Millisecond },
 		hub:   func(c *Config) { c.ViewTTL = 3 * time.Second },
 	})
+	th.waitFeed("acme") // changes are announced on the feed: wait until it listens
 	ctx := tctx(t)
 	adaC := th.dialAs("acme", adaH)
 	view(t, adaC, "r-1", "u-ada")
