@@ -110,16 +110,7 @@ func TestAdminRoleConfigured(t *testing.T) {
 // administrator's on another, on a real redis-server and a real cluster. The holder
 // gets Released with "by" through the change feed, its later renewal is lost, and its
 // socket's close releases nothing more (the audit trail holds one Released).
-func TestForceReleaseAcrossInstances(t *testing.T) {
-	t.Run("standalone", func(t *testing.T) {
-		srv := redistest.StartServer(t)
-		testForceReleaseAcross(t, srv.Client(t), srv.Client(t))
-	})
-	t.Run("cluster", func(t *testing.T) {
-		cl := redistest.StartCluster(t)
-		testForceReleaseAcross(t, cl.Client(t), cl.Client(t))
-	})
-}
+func TestForceReleaseAcrossInstances(t *testing.T) { onRealRedis(t, testForceReleaseAcross) }
 
 func testForceReleaseAcross(t *testing.T, ca, cb redis.UniversalClient) {
 	grace := func(c *Config) { c.ReleaseGrace = time.Millisecond }

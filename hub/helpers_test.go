@@ -435,3 +435,16 @@ func (th *testHub) redisKeys() []string {
 	}
 	return out
 }
+
+// onRealRedis runs f on a real redis-server and on a real 6-node cluster, each with
+// two clients of its own: two instances of the hub on one Redis.
+func onRealRedis(t *testing.T, f func(t *testing.T, ca, cb redis.UniversalClient)) {
+	t.Run("standalone", func(t *testing.T) {
+		srv := redistest.StartServer(t)
+		f(t, srv.Client(t), srv.Client(t))
+	})
+	t.Run("cluster", func(t *testing.T) {
+		cl := redistest.StartCluster(t)
+		f(t, cl.Client(t), cl.Client(t))
+	})
+}

@@ -100,16 +100,7 @@ func view(t testing.TB, c *protocol.Client, uid, want string) protocol.Presence 
 // (not grids, not another tenant); nudges reach only the holder's viewing sockets, at
 // most one per person per entity per interval; a socket that closes stops viewing
 // after the grace.
-func TestPresence(t *testing.T) {
-	t.Run("standalone", func(t *testing.T) {
-		srv := redistest.StartServer(t)
-		testPresence(t, srv.Client(t), srv.Client(t))
-	})
-	t.Run("cluster", func(t *testing.T) {
-		cl := redistest.StartCluster(t)
-		testPresence(t, cl.Client(t), cl.Client(t))
-	})
-}
+func TestPresence(t *testing.T) { onRealRedis(t, testPresence) }
 
 func testPresence(t *testing.T, ca, cb redis.UniversalClient) {
 	a := startHub(t, ca, hubOptions{})
