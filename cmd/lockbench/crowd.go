@@ -30,7 +30,8 @@ import (
 // authenticate and watch again. Measured: the time until all are watching on B, the
 // Redis commands the crowd cost (INFO stats total_commands_processed on -redis-url),
 // and the same crowd without the watch (connect and auth alone) on B, before and after,
-// as the baseline of the ratio.
+// as the baseline of the ratio; and this process's CPU time over each (getrusage: the
+// hubs', the clients being in the child), per socket.
 //
 // The clients run in a child process (-child): a process holds at most the file limit
 // of sockets, and the hubs hold as many as the clients.
