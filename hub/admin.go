@@ -16,7 +16,8 @@ import (
 //	S: {"id":"31","type":"result","outcome":"released","lock":{..}}   or "notHeld", lock null
 //
 // Without the role both answer an error frame with code forbidden. The role is read
-// from the socket's current token, so a refresh that drops it closes the console.
+// from the socket's current token, so after a refresh that drops it the next console
+// request is refused.
 
 // isAdmin says whether the socket's token has the admin role.
 func (c *conn) isAdmin() bool { return c.ident.HasRole(c.h.cfg.AdminRole) }

@@ -35,10 +35,10 @@ type Store interface {
 	Leave(ctx context.Context, instance string) error
 	Reap(ctx context.Context, timeout time.Duration) ([]locks.DeadInstance, error)
 	// Presence and nudges: see view.go.
-	View(ctx context.Context, ref locks.Ref, v locks.View, ttl time.Duration) ([]protocol.Viewer, error)
+	View(ctx context.Context, ref locks.Ref, v locks.View, ttl time.Duration) (locks.Viewers, error)
 	Unview(ctx context.Context, ref locks.Ref, conns ...string) error
 	LeaveViews(ctx context.Context, ref locks.Ref, at time.Time, conns ...string) error
-	RefreshViews(ctx context.Context, ref locks.Ref, ttl time.Duration, conns ...string) ([]protocol.Viewer, []string, bool, error)
+	RefreshViews(ctx context.Context, ref locks.Ref, ttl time.Duration, conns ...string) (locks.Viewers, []string, bool, error)
 	Nudge(ctx context.Context, ref locks.Ref, from protocol.Holder, every time.Duration) (protocol.Outcome, error)
 	Registry() *locks.Registry
 	Lease() time.Duration
@@ -162,6 +162,8 @@ const (
 	DefaultInstanceTimeout = 15 * time.Second
 	// DefaultViewTTL: a dead instance's viewers go within 40 s (the contract: 60 s).
 	DefaultViewTTL = 30 * time.Second
+	// MaxViewTTL is the longest ViewTTL that keeps the contract's 60 s.
+	MaxViewTTL = 45 * time.Second
 )
 
 // withDefaults validates c and fills in every zero field: the one place defaults live.
@@ -187,7 +189,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("hub: Config.%s must not be negative", name)
 		}
 	}
-	for setting, n := range map[string]int{"max-connections": c.MaxConnections, "max-pending-auth": c.MaxPendingAuth, "max-locks-per-socket": c.MaxLocksPerSocket, "MaxViewsPerSocket": c.MaxViewsPerSocket} {
+	for setting, n := range map[string]int{"max-connections": c.MaxConnections, "max-pending-auth": c.MaxPendingAuth, "max-locks-per-socket": c.MaxLocksPerSocket} {
 		if n < 0 {
 			return c, &protocol.SettingError{Setting: setting, Err: fmt.Errorf("%d must be positive", n)}
 		}
@@ -195,8 +197,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.PongTimeout < 0 {
 		return c, errors.New("hub: Config.PongTimeout must not be negative")
 	}
-	if c.SendQueue < 0 || c.RateLimit < 0 || c.RateBurst < 0 {
-		return c, errors.New("hub: Config.SendQueue, RateLimit and RateBurst must not be negative")
+	if c.SendQueue < 0 || c.RateLimit < 0 || c.RateBurst < 0 || c.MaxViewsPerSocket < 0 {
+		return c, errors.New("hub: Config.SendQueue, RateLimit, RateBurst and MaxViewsPerSocket must not be negative")
+	}
+	if c.ViewTTL > MaxViewTTL {
+		return c, &protocol.SettingError{Setting: "presence-ttl", Err: fmt.Errorf("%s is over %s: the viewers of an instance that dies go within about 4/3 of it, and PROTOCOL.md §9 allows 60 s", c.ViewTTL, MaxViewTTL)}
 	}
 	if c.TokenLeeway > protocol.TokenLeeway {
 		return c, fmt.Errorf("hub: Config.TokenLeeway %s is over the %s PROTOCOL.md §4 allows", c.TokenLeeway, protocol.TokenLeeway)

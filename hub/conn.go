@@ -62,6 +62,7 @@ type conn struct {
 	queue     []outFrame                // guarded by mu; frames waiting for the writer
 	writing   bool                      // guarded by mu; a writer goroutine is running
 	pending   map[string]*pendingFrames // guarded by mu; events held while a snapshot is read
+	presented map[string]int64          // guarded by mu; per viewed entity, the version of the viewers last queued
 	closeCode websocket.StatusCode      // guarded by mu; nonzero once the hub closes it
 	finished  bool                      // guarded by mu; run is joining: start no goroutine
 	wg        sync.WaitGroup            // handler, writer, closer; Add under mu while !finished
@@ -89,6 +90,10 @@ const maxInbox = 4
 type outFrame struct {
 	b   []byte
 	typ protocol.FrameType
+	// A presence frame's entity (viewPending) and the version of its viewers: a list
+	// older than one the socket was sent already is dropped (see pushLocked).
+	entity  string
+	version int64
 }
 
 // watchKey is what a watcher watches: one entity type of one tenant.
@@ -123,7 +128,7 @@ func (c *conn) teardown() {
 	c.pingTime.Stop()
 	c.mu.Lock()
 	c.finished = true
-	c.queue, c.pending = nil, nil
+	c.queue, c.pending, c.presented = nil, nil, nil
 	code := c.closeCode
 	c.room.Broadcast()
 	c.mu.Unlock()

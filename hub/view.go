@@ -19,8 +19,10 @@ import (
 // each change to its own sockets that view the entity, and no other, so grids that
 // only watch a type never receive presence. The answer to view is the viewers as
 // they were after the view; changes that arrive while it is being made are held and
-// queued after it (the snapshot mechanism of watch, keyed by entity), so no older list
-// overtakes a newer one.
+// queued after it (the snapshot mechanism of watch, keyed by entity). Every list
+// carries the version the store gave it, and a socket is never queued a list older
+// than one it was queued already (a change published before this socket's view, held
+// with the rest; a resend after a resync), so no older list overtakes a newer one.
 //
 // A socket that closes stops viewing after the release grace (its detach job), so a
 // page that reloads does not seem to leave; one that closes for a shutdown leaves at
@@ -64,10 +66,34 @@ func (c *conn) view(req protocol.Request) {
 	}
 	viewers, err := c.h.store.View(c.h.ctx, ref, locks.View{Conn: c.id, Viewer: v}, c.h.cfg.ViewTTL)
 	if err != nil { // checked above; the store agrees
-		viewers = nil
+		viewers = locks.Viewers{}
 	}
-	c.endSnapshot(key, start, encodeFrame(protocol.FramePresence, protocol.Presence{
-		ID: req.ID, HasID: req.HasID, EntityType: ref.Type, EntityUID: ref.UID, Viewers: viewers}))
+	answer := presenceFrame(req, ref, viewers)
+	if answer.version <= c.presentedVersion(key) {
+		// Viewing again an entity it views, with no change since: the same list as the
+		// one queued last, which must still answer the request. (A list queued before
+		// beginSnapshot was published before this view's script ran, so it is never
+		// newer; those that arrive after it are held, and queued after the answer only
+		// when newer.)
+		answer.version = 0
+	}
+	c.endSnapshot(key, start, answer)
+}
+
+// presenceFrame encodes the viewers of ref, answering req (protocol.Request{} for an
+// unsolicited one), versioned so that no older list overtakes a newer one.
+func presenceFrame(req protocol.Request, ref locks.Ref, viewers locks.Viewers) outFrame {
+	f := encodeFrame(protocol.FramePresence, protocol.Presence{
+		ID: req.ID, HasID: req.HasID, EntityType: ref.Type, EntityUID: ref.UID, Viewers: viewers.List})
+	f.entity, f.version = viewPending(ref), viewers.Version
+	return f
+}
+
+// presentedVersion is the version of the viewers of an entity last queued to c.
+func (c *conn) presentedVersion(entity string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.presented[entity]
 }
 
 // unview ends the socket's view of an entity. Unviewing what is not viewed is not an
@@ -81,6 +107,9 @@ func (c *conn) unview(req protocol.Request) {
 	if _, ok := c.viewing[ref]; ok {
 		delete(c.viewing, ref)
 		c.h.removeView(ref, c)
+		c.mu.Lock()
+		delete(c.presented, viewPending(ref)) // viewing again starts afresh
+		c.mu.Unlock()
 		_ = c.h.store.Unview(c.h.ctx, ref, c.id) // fails open inside; ref was checked
 	}
 	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Outcome: protocol.OutcomeUnviewed})
@@ -152,8 +181,8 @@ func (h *Hub) removeViewLocked(ref locks.Ref, c *conn) {
 // it. The frame is the store's, shared and forwarded as is.
 func (f feed) Presence(p locks.PresenceChange) {
 	h := f.h
-	out := outFrame{b: p.Frame, typ: protocol.FramePresence}
 	key := viewPending(p.Ref)
+	out := outFrame{b: p.Frame, typ: protocol.FramePresence, entity: key, version: p.Version}
 	h.mu.RLock()
 	set := h.views[p.Ref]
 	for c := range set {
@@ -260,11 +289,18 @@ func (h *Hub) refreshView(ctx context.Context, ref locks.Ref, set map[*conn]prot
 		if vs, err := h.store.View(ctx, ref, locks.View{Conn: id, Viewer: v}, h.cfg.ViewTTL); err == nil {
 			viewers = vs
 		}
+		if _, still := h.viewOf(ref, c); !still {
+			// It stopped viewing while the view was made again: end it, or it would
+			// stay listed until its ttl, refreshed by nobody.
+			_ = h.store.Unview(ctx, ref, id) // fails open inside; ref was checked
+		}
 	}
 	if !resend {
 		return true
 	}
-	out := encodeFrame(protocol.FramePresence, protocol.Presence{EntityType: ref.Type, EntityUID: ref.UID, Viewers: viewers})
+	// Queued unheld: a change that reached a socket meanwhile has a greater version,
+	// and this older list is then dropped (pushLocked).
+	out := presenceFrame(protocol.Request{}, ref, viewers)
 	key := viewPending(ref)
 	h.mu.RLock()
 	for c := range h.views[ref] {

@@ -56,6 +56,18 @@ func (c *conn) pushLocked(watchType string, f outFrame) bool {
 			return true
 		}
 	}
+	if f.version != 0 {
+		// Lists of an entity's viewers may reach the queue out of order: an answer to
+		// view read after a change it then holds, a resend after a resync. The newest
+		// wins; an older one would undo it.
+		if f.version <= c.presented[f.entity] {
+			return true
+		}
+		if c.presented == nil {
+			c.presented = map[string]int64{}
+		}
+		c.presented[f.entity] = f.version
+	}
 	if len(c.queue) >= c.h.cfg.SendQueue {
 		return false
 	}

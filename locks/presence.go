@@ -43,9 +43,11 @@ func ViewsKey(r Ref) string { return "lockview:{" + r.Tenant + "}:" + r.Type + "
 func ViewersKey(r Ref) string { return "lockviewer:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
 
 // nudgeKey returns the key that bars oid from nudging r's holder again for a while:
-// locknudge:{<tenant>}:<entityType>:<entityUid>:<oid>. Ours.
+// locknudge:{<tenant>}:<entityType>:<entityUid>/<oid>. Ours. Uids and oids may both
+// hold ':', never '/': the slash keeps (uid "a:b", oid "c") and (uid "a", oid "b:c")
+// apart.
 func nudgeKey(r Ref, oid string) string {
-	return "locknudge:{" + r.Tenant + "}:" + r.Type + ":" + r.UID + ":" + oid
+	return "locknudge:{" + r.Tenant + "}:" + r.Type + ":" + r.UID + "/" + oid
 }
 
 // viewMargin is how long the presence keys outlive their latest view.
@@ -57,12 +59,23 @@ type View struct {
 	Viewer protocol.Viewer // who views, and since when this socket does
 }
 
+// Viewers are the people viewing an entity, as of one version of them.
+type Viewers struct {
+	List []protocol.Viewer
+	// Version grows with every change of the entity's viewers, on every instance: of
+	// two lists of one entity, the one of the greater version is the newer. Zero when
+	// unknown (the store failed open).
+	Version int64
+}
+
 // PresenceChange is a change of an entity's viewers, from the change feed.
 type PresenceChange struct {
 	Ref Ref
 	// Frame is the protocol.Presence frame, without id, to send to the entity's
 	// viewers. Shared by every receiver: do not modify.
 	Frame []byte
+	// Version is the version of the viewers it lists (see Viewers).
+	Version int64
 }
 
 // NudgeChange is a nudge from the change feed, for the sockets of the holder To that
@@ -109,13 +122,13 @@ func (s *Store) checkView(ref Ref, oid string) error {
 // them. A change of them is announced on the change feed. It fails open: when Redis
 // cannot be reached it answers no viewers, and logs and counts why; the caller keeps
 // the view and refreshes it, so it is back when Redis is.
-func (s *Store) View(ctx context.Context, ref Ref, v View, ttl time.Duration) ([]protocol.Viewer, error) {
+func (s *Store) View(ctx context.Context, ref Ref, v View, ttl time.Duration) (Viewers, error) {
 	if err := s.checkView(ref, v.Viewer.OID); err != nil {
-		return nil, err
+		return Viewers{}, err
 	}
 	viewer, err := json.Marshal(v.Viewer)
 	if err != nil {
-		return nil, err // a Viewer of valid strings always encodes
+		return Viewers{}, err // a Viewer of valid strings always encodes
 	}
 	res, _ := runOp(ctx, s, opView, func(ctx context.Context) (presenceReply, error) {
 		now := s.now()
@@ -161,9 +174,9 @@ func (s *Store) LeaveViews(ctx context.Context, ref Ref, at time.Time, conns ...
 // the hub could not refresh in time): their hub views again with View. With no conns
 // it only reads the viewers (dropping those that ran out). ok is false when it failed
 // open.
-func (s *Store) RefreshViews(ctx context.Context, ref Ref, ttl time.Duration, conns ...string) (viewers []protocol.Viewer, missing []string, ok bool, err error) {
+func (s *Store) RefreshViews(ctx context.Context, ref Ref, ttl time.Duration, conns ...string) (viewers Viewers, missing []string, ok bool, err error) {
 	if err := s.checkView(ref, "-"); err != nil {
-		return nil, nil, false, err
+		return Viewers{}, nil, false, err
 	}
 	res, ok := runOp(ctx, s, opViewRefresh, func(ctx context.Context) (presenceReply, error) {
 		now := s.now()
@@ -174,7 +187,7 @@ func (s *Store) RefreshViews(ctx context.Context, ref Ref, ttl time.Duration, co
 
 // presenceReply is what presence.lua answers.
 type presenceReply struct {
-	viewers []protocol.Viewer
+	viewers Viewers
 	missing []string
 }
 
@@ -189,13 +202,17 @@ func (s *Store) presence(ctx context.Context, ref Ref, now time.Time, op string,
 	if err != nil {
 		return presenceReply{}, err
 	}
-	if len(reply) != 2 {
-		return presenceReply{}, &corruptError{fmt.Sprintf("presence script answered %d values, want 2", len(reply))}
+	if len(reply) != 3 {
+		return presenceReply{}, &corruptError{fmt.Sprintf("presence script answered %d values, want 3", len(reply))}
 	}
 	js, _ := reply[0].(string)
 	var res presenceReply
-	if err := json.Unmarshal([]byte(js), &res.viewers); err != nil {
+	if err := json.Unmarshal([]byte(js), &res.viewers.List); err != nil {
 		return presenceReply{}, &corruptError{"presence script answered viewers that are not JSON: " + err.Error()}
+	}
+	ver, _ := reply[2].(string)
+	if res.viewers.Version, err = strconv.ParseInt(ver, 10, 64); err != nil {
+		return presenceReply{}, &corruptError{"presence script answered a version that is not a number: " + err.Error()}
 	}
 	missing, _ := reply[1].([]any)
 	for _, m := range missing {
@@ -284,6 +301,16 @@ func feedNotice(tenant string, frame []byte, h FeedHandler) (bool, error) {
 	}
 	switch {
 	case bytes.HasPrefix(frame, presencePrefix):
+		// The frame, then its version on a line of its own (presence.lua).
+		i := bytes.LastIndexByte(frame, '\n')
+		if i < 0 {
+			return true, errors.New("locks: presence message without a version")
+		}
+		version, err := strconv.ParseInt(string(frame[i+1:]), 10, 64)
+		if err != nil {
+			return true, fmt.Errorf("locks: presence message version: %w", err)
+		}
+		frame = frame[:i]
 		if err := json.Unmarshal(frame, &head); err != nil {
 			return true, fmt.Errorf("locks: presence message: %w", err)
 		}
@@ -291,7 +318,7 @@ func feedNotice(tenant string, frame []byte, h FeedHandler) (bool, error) {
 		if err := ref.Validate(); err != nil {
 			return true, err
 		}
-		h.Presence(PresenceChange{Ref: ref, Frame: frame})
+		h.Presence(PresenceChange{Ref: ref, Frame: frame, Version: version})
 		return true, nil
 	case bytes.HasPrefix(frame, nudgePrefix):
 		var m struct {

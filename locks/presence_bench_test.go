@@ -60,8 +60,8 @@ func BenchmarkPresence(b *testing.B) {
 		first := func() {
 			refreshT += timeIt(func() {
 				vs, missing, ok, err := s.RefreshViews(ctx, refs[e], time.Hour, conns[e]...)
-				if err != nil || !ok || len(missing) != 0 || len(vs) != perEntity {
-					b.Fatalf("refresh: %d viewers, %d missing, %v %v", len(vs), len(missing), ok, err)
+				if err != nil || !ok || len(missing) != 0 || len(vs.List) != perEntity {
+					b.Fatalf("refresh: %d viewers, %d missing, %v %v", len(vs.List), len(missing), ok, err)
 				}
 			})
 		}

@@ -27,9 +27,9 @@ func (c *clock) view(h protocol.Holder, conn string) View {
 }
 
 // oids lists the viewers' oids in order.
-func oids(vs []protocol.Viewer) string {
+func oids(vs Viewers) string {
 	var out []string
-	for _, v := range vs {
+	for _, v := range vs.List {
 		out = append(out, v.OID)
 	}
 	return strings.Join(out, " ")
@@ -42,6 +42,7 @@ func (r *recorder) announced(t *testing.T, ref Ref) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
+	var last int64
 	for _, p := range r.presence {
 		if p.Ref != ref {
 			continue
@@ -53,7 +54,11 @@ func (r *recorder) announced(t *testing.T, ref Ref) []string {
 		if f.Presence.ID != "" || f.Presence.HasID || f.Presence.EntityType != ref.Type || f.Presence.EntityUID != ref.UID {
 			t.Fatalf("presence message %s: want no id and entity %s/%s", p.Frame, ref.Type, ref.UID)
 		}
-		out = append(out, oids(f.Presence.Viewers))
+		out = append(out, oids(Viewers{List: f.Presence.Viewers}))
+		if p.Version <= last {
+			t.Errorf("presence %s announced with version %d, not after %d", p.Frame, p.Version, last)
+		}
+		last = p.Version
 	}
 	return out
 }
@@ -104,8 +109,8 @@ func testPresence(t *testing.T, b backend) {
 	if err != nil || !ok || oids(got) != "u-grace u-ada" {
 		t.Fatalf("after Ada's first tab left, viewers %q (ok %v, %v), want Grace then Ada (her second tab came later)", oids(got), ok, err)
 	}
-	if got[1].Since.UnixMilli() != adaTab1.Viewer.Since.UnixMilli()+2000 {
-		t.Errorf("Ada's since is %v, want her second tab's", got[1].Since)
+	if got.List[1].Since.UnixMilli() != adaTab1.Viewer.Since.UnixMilli()+2000 {
+		t.Errorf("Ada's since is %v, want her second tab's", got.List[1].Since)
 	}
 
 	// A refresh keeps the views it names and reports one Redis no longer has.
@@ -127,7 +132,7 @@ func testPresence(t *testing.T, b backend) {
 		t.Fatalf("right after leaving, viewers %q, want Grace still", oids(got))
 	}
 	clk.advance(6 * time.Second)
-	if got, _, _, _ := a.RefreshViews(ctx, ref, ttl); len(got) != 0 {
+	if got, _, _, _ := a.RefreshViews(ctx, ref, ttl); len(got.List) != 0 {
 		t.Fatalf("after the leave time, viewers %q, want none", oids(got))
 	}
 	if n := must1(b.client(t).Exists(ctx, ViewsKey(ref), ViewersKey(ref)).Result()); n != 0 {
@@ -238,5 +243,55 @@ func TestPresenceBadInput(t *testing.T) {
 				t.Errorf("Nudge: %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+// testPresenceOddData: a leave never extends a view, and one presence key lost without
+// the other (evicted, restored alone) neither breaks the script nor leaves a ghost.
+func testPresenceOddData(t *testing.T, b backend) {
+	clk := newClock()
+	c := b.client(t)
+	s, _ := newStore(t, c, Config{Now: clk.Now})
+	ctx := ctxT(t)
+	ref := Ref{"odd-" + b.name, "ApprovalRequest", "r-1"}
+
+	if _, err := s.View(ctx, ref, clk.view(ada, "c-ada"), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LeaveViews(ctx, ref, clk.Now().Add(time.Minute), "c-ada"); err != nil {
+		t.Fatal(err)
+	}
+	clk.advance(2 * time.Second)
+	if got, _, ok, _ := s.RefreshViews(ctx, ref, time.Minute); !ok || len(got.List) != 0 {
+		t.Fatalf("a view that ran out before its leave time is still there: %q (ok %v)", oids(got), ok)
+	}
+
+	// The sorted set of views goes, the hash of who they are stays.
+	for _, v := range []View{clk.view(ada, "c-ada"), clk.view(grace, "c-grace")} {
+		if _, err := s.View(ctx, ref, v, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Del(ctx, ViewsKey(ref)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.View(ctx, ref, clk.view(margot, "c-margot"), time.Minute)
+	if err != nil || oids(got) != "u-margaret" || got.Version == 0 {
+		t.Fatalf("a view after the views key went answered %q (version %d), %v; want Margaret alone", oids(got), got.Version, err)
+	}
+	if n := must1(c.HLen(ctx, ViewersKey(ref)).Result()); n != 3 { // Margaret, "viewers", "version"
+		t.Errorf("the viewers hash holds %d fields, want Margaret's and the two of the list", n)
+	}
+	// And the other way round: the hash goes, the views stay; nobody is listed, and the
+	// views are dropped, for their hubs to find missing and make again.
+	if err := c.Del(ctx, ViewersKey(ref)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, missing, ok, err := s.RefreshViews(ctx, ref, time.Minute, "c-margot")
+	if err != nil || !ok || len(got.List) != 0 || len(missing) != 0 {
+		t.Fatalf("a refresh after the viewers key went answered %q, missing %q, ok %v, %v", oids(got), missing, ok, err)
+	}
+	if _, missing, _, _ = s.RefreshViews(ctx, ref, time.Minute, "c-margot"); !slices.Equal(missing, []string{"c-margot"}) {
+		t.Errorf("the next refresh reported missing %q, want c-margot, to be viewed again", missing)
 	}
 }

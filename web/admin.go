@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -90,7 +91,11 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	q := locks.AuditQuery{EntityType: v.Get("entityType"), EntityUID: v.Get("entityUid"), Before: v.Get("before")}
 	if raw := v.Get("limit"); raw != "" {
+		// Digits only: Atoi would take "+5" and "-0" for limits.
 		n, err := strconv.Atoi(raw)
+		if err == nil && strings.TrimLeft(raw, "0123456789") != "" {
+			err = strconv.ErrSyntax
+		}
 		if err != nil || n == 0 { // 0 would mean the default to the store
 			s.fail(w, r, &locks.QueryError{Field: "limit", Value: raw})
 			return

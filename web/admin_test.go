@@ -118,6 +118,7 @@ func TestAdminAPI(t *testing.T) {
 		"limit 501":         {"limit": {"501"}},
 		"limit not a count": {"limit": {"ten"}},
 		"limit 1.5":         {"limit": {"1.5"}},
+		"limit +5":          {"limit": {"+5"}},
 		"cursor garbage":    {"before": {"abc"}},
 		"cursor half":       {"before": {"17"}},
 		"cursor exclusive":  {"before": {"(1-1"}},

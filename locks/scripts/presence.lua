@@ -4,7 +4,8 @@
 --
 -- KEYS[1]  views key    lockview:{tenant}:type:uid    sorted set: socket id -> expiry (Unix ms)
 -- KEYS[2]  viewers key  lockviewer:{tenant}:type:uid  hash: socket id -> "<oid>\t<since ms>\t<viewer JSON>",
---                       and field "viewers" -> the viewers JSON last announced
+--                       field "viewers" -> the viewers JSON last announced, and
+--                       field "version" -> its version
 -- ARGV[1]  "PUBLISH", "SPUBLISH" (a cluster: the channel is in the tenant's slot) or ""
 -- ARGV[2]  the tenant's channel of the change feed
 -- ARGV[3]  message head: "<tenant>\n{\"type\":\"presence\",\"entityType\":..,\"entityUid\":..,\"viewers\":"
@@ -15,15 +16,18 @@
 --              ARGV[10] since (Unix ms), ARGV[11] the viewer's JSON {"oid","name","since"}:
 --              add the socket's view, or refresh it (a view already there keeps its entry)
 --   "unview"   ARGV[7..] socket ids: drop their views at once
---   "leave"    ARGV[7] when (Unix ms), ARGV[8..] socket ids: their views end then (a
---              closing instance's sockets, whose clients may view again elsewhere)
+--   "leave"    ARGV[7] when (Unix ms), ARGV[8..] socket ids: their views end then, or
+--              at their own time if sooner (a closing instance's sockets, whose
+--              clients may view again elsewhere)
 --   "refresh"  ARGV[7] expiry (Unix ms), ARGV[8..] socket ids: extend the views that are
 --              there; the others are answered as missing (Redis lost them), for the
 --              caller to view again
 --
--- Returns {viewers JSON, missing socket ids}. The viewers are one per oid, the earliest
--- since of its sockets, ordered by since (then oid). A change of them is published, as
--- head .. viewers .. "}", in the same step.
+-- Returns {viewers JSON, missing socket ids, version}. The viewers are one per oid, the
+-- earliest since of its sockets, ordered by since (then oid). A change of them is
+-- published in the same step, as head .. viewers .. "}\n" .. version: the frame, then
+-- on a line of its own the list's version, which grows with every change of the
+-- entity's viewers (a receiver drops a list older than one it has).
 local now = tonumber(ARGV[4])
 local missing = {}
 
@@ -45,7 +49,7 @@ elseif op == 'unview' then
   end
 elseif op == 'leave' then
   for i = 8, #ARGV do
-    redis.call('ZADD', KEYS[1], 'XX', tonumber(ARGV[7]), ARGV[i])
+    redis.call('ZADD', KEYS[1], 'XX', 'LT', tonumber(ARGV[7]), ARGV[i])
   end
 elseif op == 'refresh' then
   for i = 8, #ARGV do
@@ -59,16 +63,20 @@ else
   return redis.error_reply('presence: unknown op ' .. tostring(op))
 end
 
--- The people: one per oid, the earliest since.
+-- The people: one per oid, the earliest since, of the sockets whose view is there. An
+-- entry without its view (one of the two keys evicted, or restored alone) is dropped.
 local entries = redis.call('HGETALL', KEYS[2])
-local first = {} -- oid -> {since, json}
+local first = {} -- oid -> {since, json, oid}
 for i = 1, #entries, 2 do
-  if entries[i] ~= 'viewers' then
+  local field = entries[i]
+  if field ~= 'viewers' and field ~= 'version' then
     local oid, since, json = string.match(entries[i + 1], '^([^\t]*)\t([^\t]*)\t(.*)$')
-    if oid then
+    if oid and redis.call('ZSCORE', KEYS[1], field) then
       since = tonumber(since) or 0
       local f = first[oid]
       if f == nil or since < f[1] then first[oid] = {since, json, oid} end
+    else
+      redis.call('HDEL', KEYS[2], field)
     end
   end
 end
@@ -82,17 +90,25 @@ local parts = {}
 for i, p in ipairs(people) do parts[i] = p[2] end
 local viewers = '[' .. table.concat(parts, ',') .. ']'
 
+-- Each announced list has a version, greater than every one before it for the entity:
+-- the last plus one, or now in µs when that is more (the keys were gone), so that a
+-- receiver can drop a list older than one it already has.
 local last = redis.call('HGET', KEYS[2], 'viewers') or '[]'
+local version = tonumber(redis.call('HGET', KEYS[2], 'version')) or 0
+if viewers ~= last then version = math.max(version + 1, now * 1000) end
 if #people == 0 then
+  -- Views of sockets whose entry is gone go too: their hubs find them missing.
   redis.call('DEL', KEYS[1], KEYS[2])
 else
-  if viewers ~= last then redis.call('HSET', KEYS[2], 'viewers', viewers) end
+  if viewers ~= last then
+    redis.call('HSET', KEYS[2], 'viewers', viewers, 'version', string.format('%.0f', version))
+  end
   local latest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
   local ttl = tonumber(latest[2]) - now + tonumber(ARGV[5])
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('PEXPIRE', KEYS[2], ttl)
 end
 if viewers ~= last and ARGV[1] ~= '' then
-  redis.call(ARGV[1], ARGV[2], ARGV[3] .. viewers .. '}')
+  redis.call(ARGV[1], ARGV[2], ARGV[3] .. viewers .. '}\n' .. string.format('%.0f', version))
 end
-return {viewers, missing}
+return {viewers, missing, string.format('%.0f', version)}
