@@ -302,6 +302,13 @@ func foreignChanges(s *Store) float64 {
 
 // evalshaUsec is the total time Redis has spent in EVALSHA (INFO commandstats), µs.
 func evalshaUsec(b *testing.B, c redis.UniversalClient) float64 {
+	_, usec := evalshaStats(b, c)
+	return usec
+}
+
+// evalshaStats are the calls of EVALSHA and the time Redis spent in them, µs, since
+// the server started or its last CONFIG RESETSTAT (INFO commandstats).
+func evalshaStats(b *testing.B, c redis.UniversalClient) (calls, usec float64) {
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
@@ -313,14 +320,20 @@ func evalshaUsec(b *testing.B, c redis.UniversalClient) float64 {
 			continue
 		}
 		for field := range strings.SplitSeq(strings.TrimSpace(rest), ",") {
-			if v, ok := strings.CutPrefix(field, "usec="); ok {
-				us, err := strconv.ParseFloat(v, 64)
-				if err != nil {
-					b.Fatal(err)
-				}
-				return us
+			k, v, _ := strings.Cut(field, "=")
+			if k != "calls" && k != "usec" {
+				continue
+			}
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if k == "calls" {
+				calls = n
+			} else {
+				usec = n
 			}
 		}
 	}
-	return 0
+	return calls, usec
 }

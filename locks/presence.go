@@ -106,24 +106,13 @@ func (e *TooSoonError) ClientMessage() string {
 
 var _ protocol.ClientError = (*TooSoonError)(nil)
 
-// checkView refuses what no view or nudge of ref by oid could ever be.
-func (s *Store) checkView(ref Ref, oid string) error {
-	if err := ref.Validate(); err != nil {
-		return err
-	}
-	if !ValidOID(oid) {
-		return &InvalidEntityError{Field: "holderOid", Value: oid}
-	}
-	return s.reg.Check(ref.Type)
-}
-
 // View adds socket v.Conn to the viewers of ref until ttl from now (a view already
 // there keeps its since), and returns the viewers of ref, the socket's person among
 // them. A change of them is announced on the change feed. It fails open: when Redis
 // cannot be reached it answers no viewers, and logs and counts why; the caller keeps
 // the view and refreshes it, so it is back when Redis is.
 func (s *Store) View(ctx context.Context, ref Ref, v View, ttl time.Duration) (Viewers, error) {
-	if err := s.checkView(ref, v.Viewer.OID); err != nil {
+	if err := s.check(ref, &protocol.Holder{OID: v.Viewer.OID}); err != nil {
 		return Viewers{}, err
 	}
 	viewer, err := json.Marshal(v.Viewer)
@@ -140,7 +129,7 @@ func (s *Store) View(ctx context.Context, ref Ref, v View, ttl time.Duration) (V
 
 // Unview drops the views of ref by the sockets conns at once. It fails open.
 func (s *Store) Unview(ctx context.Context, ref Ref, conns ...string) error {
-	if err := s.checkView(ref, "-"); err != nil {
+	if err := s.check(ref, nil); err != nil {
 		return err
 	}
 	if len(conns) == 0 {
@@ -157,7 +146,7 @@ func (s *Store) Unview(ctx context.Context, ref Ref, conns ...string) error {
 // again meanwhile, so that nobody seems to leave and come back. A view that ran out by
 // at ends at its own time. It fails open.
 func (s *Store) LeaveViews(ctx context.Context, ref Ref, at time.Time, conns ...string) error {
-	if err := s.checkView(ref, "-"); err != nil {
+	if err := s.check(ref, nil); err != nil {
 		return err
 	}
 	if len(conns) == 0 {
@@ -175,7 +164,7 @@ func (s *Store) LeaveViews(ctx context.Context, ref Ref, at time.Time, conns ...
 // it only reads the viewers (dropping those that ran out). ok is false when it failed
 // open.
 func (s *Store) RefreshViews(ctx context.Context, ref Ref, ttl time.Duration, conns ...string) (viewers Viewers, missing []string, ok bool, err error) {
-	if err := s.checkView(ref, "-"); err != nil {
+	if err := s.check(ref, nil); err != nil {
 		return Viewers{}, nil, false, err
 	}
 	res, ok := runOp(ctx, s, opViewRefresh, func(ctx context.Context) (presenceReply, error) {
@@ -228,7 +217,7 @@ func (s *Store) presence(ctx context.Context, ref Ref, now time.Time, op string,
 // (nobody holds ref, or from does) or unknown (fail open: nothing was sent), and a
 // *TooSoonError when from nudged ref's holder less than every ago.
 func (s *Store) Nudge(ctx context.Context, ref Ref, from protocol.Holder, every time.Duration) (protocol.Outcome, error) {
-	if err := s.checkView(ref, from.OID); err != nil {
+	if err := s.check(ref, &from); err != nil {
 		return "", err
 	}
 	type answer struct {

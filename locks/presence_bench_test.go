@@ -93,27 +93,10 @@ func usedMemory(b *testing.B, c *redis.Client) int64 {
 }
 
 // scriptUsec is the mean time inside Redis of the scripts run since the last
-// CONFIG RESETSTAT (EVALSHA, and EVAL for a first run), µs.
+// CONFIG RESETSTAT, µs (they run as EVALSHA: the views before loaded them).
 func scriptUsec(b *testing.B, c *redis.Client) float64 {
 	b.Helper()
-	info := c.Info(context.Background(), "commandstats").Val()
-	var calls, usec float64
-	for line := range strings.SplitSeq(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
-			continue
-		}
-		_, fields, _ := strings.Cut(strings.TrimSpace(line), ":")
-		for f := range strings.SplitSeq(fields, ",") {
-			k, v, _ := strings.Cut(f, "=")
-			n, _ := strconv.ParseFloat(v, 64)
-			switch k {
-			case "calls":
-				calls += n
-			case "usec":
-				usec += n
-			}
-		}
-	}
+	calls, usec := evalshaStats(b, c)
 	if calls == 0 {
 		b.Fatal("no scripts counted in INFO commandstats")
 	}

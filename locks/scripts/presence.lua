@@ -65,13 +65,16 @@ end
 
 -- The people: one per oid, the earliest since, of the sockets whose view is there. An
 -- entry without its view (one of the two keys evicted, or restored alone) is dropped.
+local views = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES') -- by expiry: the last is the latest
+local live = {}
+for i = 1, #views, 2 do live[views[i]] = true end
 local entries = redis.call('HGETALL', KEYS[2])
 local first = {} -- oid -> {since, json, oid}
 for i = 1, #entries, 2 do
   local field = entries[i]
   if field ~= 'viewers' and field ~= 'version' then
     local oid, since, json = string.match(entries[i + 1], '^([^\t]*)\t([^\t]*)\t(.*)$')
-    if oid and redis.call('ZSCORE', KEYS[1], field) then
+    if oid and live[field] then
       since = tonumber(since) or 0
       local f = first[oid]
       if f == nil or since < f[1] then first[oid] = {since, json, oid} end
@@ -103,8 +106,7 @@ else
   if viewers ~= last then
     redis.call('HSET', KEYS[2], 'viewers', viewers, 'version', string.format('%.0f', version))
   end
-  local latest = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
-  local ttl = tonumber(latest[2]) - now + tonumber(ARGV[5])
+  local ttl = tonumber(views[#views]) - now + tonumber(ARGV[5])
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('PEXPIRE', KEYS[2], ttl)
 end
