@@ -91,9 +91,11 @@ type outFrame struct {
 	b   []byte
 	typ protocol.FrameType
 	// A presence frame's entity (viewPending) and the version of its viewers: a list
-	// older than one the socket was sent already is dropped (see pushLocked).
+	// older than one the socket was sent already is dropped, unless it answers a
+	// request (see pushLocked).
 	entity  string
 	version int64
+	answer  bool
 }
 
 // watchKey is what a watcher watches: one entity type of one tenant.

@@ -68,16 +68,7 @@ func (c *conn) view(req protocol.Request) {
 	if err != nil { // checked above; the store agrees
 		viewers = locks.Viewers{}
 	}
-	answer := presenceFrame(req, ref, viewers)
-	if answer.version <= c.presentedVersion(key) {
-		// Viewing again an entity it views, with no change since: the same list as the
-		// one queued last, which must still answer the request. (A list queued before
-		// beginSnapshot was published before this view's script ran, so it is never
-		// newer; those that arrive after it are held, and queued after the answer only
-		// when newer.)
-		answer.version = 0
-	}
-	c.endSnapshot(key, start, answer)
+	c.endSnapshot(key, start, presenceFrame(req, ref, viewers))
 }
 
 // presenceFrame encodes the viewers of ref, answering req (protocol.Request{} for an
@@ -85,15 +76,8 @@ func (c *conn) view(req protocol.Request) {
 func presenceFrame(req protocol.Request, ref locks.Ref, viewers locks.Viewers) outFrame {
 	f := encodeFrame(protocol.FramePresence, protocol.Presence{
 		ID: req.ID, HasID: req.HasID, EntityType: ref.Type, EntityUID: ref.UID, Viewers: viewers.List})
-	f.entity, f.version = viewPending(ref), viewers.Version
+	f.entity, f.version, f.answer = viewPending(ref), viewers.Version, req.ID != "" || req.HasID
 	return f
-}
-
-// presentedVersion is the version of the viewers of an entity last queued to c.
-func (c *conn) presentedVersion(entity string) int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.presented[entity]
 }
 
 // unview ends the socket's view of an entity. Unviewing what is not viewed is not an

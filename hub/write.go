@@ -57,16 +57,19 @@ func (c *conn) pushLocked(watchType string, f outFrame) bool {
 		}
 	}
 	if f.version != 0 {
-		// Lists of an entity's viewers may reach the queue out of order: an answer to
-		// view read after a change it then holds, a resend after a resync. The newest
-		// wins; an older one would undo it.
-		if f.version <= c.presented[f.entity] {
+		// Lists of an entity's viewers may reach the queue out of order: a change held
+		// while a view was answered with a newer list, a resend after a resync. The
+		// newest wins; an older one would undo it. An answer is always queued: it
+		// answers a request (when not newer, it lists what the last one did).
+		switch {
+		case f.version > c.presented[f.entity]:
+			if c.presented == nil {
+				c.presented = map[string]int64{}
+			}
+			c.presented[f.entity] = f.version
+		case !f.answer:
 			return true
 		}
-		if c.presented == nil {
-			c.presented = map[string]int64{}
-		}
-		c.presented[f.entity] = f.version
 	}
 	if len(c.queue) >= c.h.cfg.SendQueue {
 		return false
