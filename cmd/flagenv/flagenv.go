@@ -120,6 +120,15 @@ func (c collecting) Set(s string) error {
 	return nil
 }
 
+// String is the wrapped value's. The flag package also calls it on a zero collecting,
+// with no value inside, to tell whether a default is worth printing in the usage.
+func (c collecting) String() string {
+	if c.Value == nil {
+		return ""
+	}
+	return c.Value.String()
+}
+
 // IsBoolFlag lets a boolean setting be given as a bare --flag.
 func (c collecting) IsBoolFlag() bool {
 	b, ok := c.Value.(interface{ IsBoolFlag() bool })

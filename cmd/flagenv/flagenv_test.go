@@ -92,3 +92,26 @@ func TestRefusesArguments(t *testing.T) {
 		t.Fatalf("Parse -h = %v, want flag.ErrHelp", err)
 	}
 }
+
+// TestHelp prints the usage of every flag, with its variable and default, and no
+// panic from the flag package's look at a zero value.
+func TestHelp(t *testing.T) {
+	var out strings.Builder
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(&out)
+	fs.Duration("lease", 5*time.Minute, "how long a lock lives")
+	fs.Bool("redis-cluster", false, "a cluster")
+	_, err := flagenv.Parse(fs, []string{"-h"}, "APP_", func(string) (string, bool) { return "", false })
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v, want flag.ErrHelp", err)
+	}
+	usage := out.String()
+	if strings.Contains(usage, "panic") {
+		t.Fatalf("usage:\n%s", usage)
+	}
+	for _, want := range []string{"how long a lock lives [APP_LEASE] (default 5m0s)", "[APP_REDIS_CLUSTER]"} {
+		if !strings.Contains(usage, want) {
+			t.Errorf("usage lacks %q:\n%s", want, usage)
+		}
+	}
+}
