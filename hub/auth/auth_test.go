@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -70,6 +71,7 @@ func TestDevVerify(t *testing.T) {
 			if !errors.Is(err, ErrUnauthorized) {
 				t.Fatalf("Verify = %+v, %v; want ErrUnauthorized", id, err)
 			}
+			t.Log(err) // the reason, for logs
 		})
 	}
 }
@@ -327,4 +329,59 @@ func TestClaimNames(t *testing.T) {
 	if err != nil || id.Tenant != "globex" || id.OID != "u-bob" || strings.Join(id.Roles, ",") != "a,b" {
 		t.Fatalf("Verify = %+v, %v", id, err)
 	}
+}
+
+// TestClaimsRead: the claims are read from the payload as issuers write them: a time
+// with a fraction of a second, null roles, and claims lockhub does not read, nested or
+// not, skipped.
+func TestClaimsRead(t *testing.T) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDev(DevConfig{Key: key, Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := float64(testNow.Add(time.Hour).Unix()) + 0.25
+	gc := authtest.GoodClaims(testNow, DevIssuer, DevAudience).With("exp", exp).
+		With("xms_st", map[string]any{"sub": "x", "roles": []any{1, map[string]any{}}}).With("ver", 2.0)
+	payload, _ := json.Marshal(gc) // a map of plain values
+	payload = bytes.Replace(payload, []byte(`"roles":["Locks.TakeOver"]`), []byte(`"roles":null`), 1)
+	if !bytes.Contains(payload, []byte(`"roles":null`)) {
+		t.Fatalf("payload %s", payload)
+	}
+	id, err := d.Verify(context.Background(), authtest.SignPayload(t, payload, jwa.EdDSA, key, "dev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Unix(int64(exp), 25e7).UTC(); !id.Expires.Equal(want) || id.Roles != nil || id.OID != "u-ada" || id.Tenant != "acme" {
+		t.Fatalf("Verify = %+v, want exp %v, no roles, u-ada of acme", id, want)
+	}
+}
+
+// FuzzReadClaims: no payload makes the claim reader panic, and what it reads as a
+// tenant or oid is what the payload holds under that name.
+func FuzzReadClaims(f *testing.F) {
+	for _, s := range []string{`{"tid":"acme","oid":"u-ada","roles":["a"],"exp":1.5}`, `{"aud":[1]}`, `[]`, `{"a":{"b":[{}]}}`,
+		`{"oid":"a","oid":"b"}`, `{"exp":"1"}`, `{"roles":null,"name":"\ud800"}`, `{`} {
+		f.Add([]byte(s))
+	}
+	names := ClaimNames{}.withDefaults()
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		cl, err := readClaims(payload, names)
+		if err != nil {
+			return
+		}
+		var m map[string]any
+		if json.Unmarshal(payload, &m) != nil {
+			return // jsontext is stricter in places; nothing to compare
+		}
+		if s, ok := m["oid"].(string); ok && s != cl.oid {
+			t.Fatalf("oid %q, the payload holds %q", cl.oid, s)
+		}
+		if s, ok := m["tid"].(string); ok && s != cl.tenant {
+			t.Fatalf("tid %q, the payload holds %q", cl.tenant, s)
+		}
+	})
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
-	"github.com/lestrrat-go/jwx/v2/jwt"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lockhub/lockhub/protocol"
@@ -184,19 +183,11 @@ func (a *JWKS) Verify(ctx context.Context, token string) (Identity, error) {
 	if token == "" {
 		return Identity{}, unauthorized("empty token")
 	}
-	tok, err := jwt.Parse([]byte(token),
-		jwt.WithKeyProvider(&jwksKeys{a: a, ctx: ctx}),
-		jwt.WithValidate(true),
-		jwt.WithIssuer(a.cfg.Issuer),
-		jwt.WithAudience(a.cfg.Audience),
-		jwt.WithRequiredClaim(jwt.ExpirationKey),
-		jwt.WithAcceptableSkew(a.cfg.Leeway),
-		jwt.WithClock(jwt.ClockFunc(a.cfg.Now)),
-	)
+	payload, err := jws.Verify([]byte(token), jws.WithKeyProvider(&jwksKeys{a: a, ctx: ctx}))
 	if err != nil {
 		return Identity{}, unauthorized("%v", err)
 	}
-	return identityOf(tok, a.names)
+	return identityOf(payload, checks{issuer: a.cfg.Issuer, audience: a.cfg.Audience, leeway: a.cfg.Leeway, now: a.cfg.Now, names: a.names})
 }
 
 // key returns the key of the set named kid. One the held set lacks (keys rotate)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -44,16 +45,23 @@ func (c Claims) With(k string, v any) Claims {
 // A jwk.Key is signed with as its raw key: jwx would put the key's own kid in the header.
 func Sign(t testing.TB, c Claims, alg jwa.SignatureAlgorithm, key any, kid string) string {
 	t.Helper()
+	payload, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return SignPayload(t, payload, alg, key, kid)
+}
+
+// SignPayload is Sign of a payload given as bytes: one that is not a claim set, or has
+// a claim twice.
+func SignPayload(t testing.TB, payload []byte, alg jwa.SignatureAlgorithm, key any, kid string) string {
+	t.Helper()
 	if k, ok := key.(jwk.Key); ok {
 		var raw any
 		if err := k.Raw(&raw); err != nil {
 			t.Fatal(err)
 		}
 		key = raw
-	}
-	payload, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
 	}
 	hdr := jws.NewHeaders()
 	if kid != "" {
@@ -121,5 +129,27 @@ func DevBadTokens(t testing.TB, key ed25519.PrivateKey, iss, aud string, now tim
 		{"hostile tenant", sign(gc.With("tid", "acme}:x"))},
 		{"oid of the wrong type", sign(gc.With("oid", 42))},
 		{"roles of the wrong type", sign(gc.With("roles", map[string]any{"a": 1}))},
+		{"a role that is not a string", sign(gc.With("roles", []any{"Locks.TakeOver", 7}))},
+		{"a null role", sign(gc.With("roles", []any{nil}))},
+		{"exp as a string", sign(gc.With("exp", strconv.FormatInt(now.Add(time.Hour).Unix(), 10)))},
+		{"audience of the wrong type", sign(gc.With("aud", 42))},
+		{"issued in the future", sign(gc.With("iat", now.Add(time.Minute).Unix()))},
+		{"payload not an object", SignPayload(t, []byte(`["tid","acme"]`), jwa.EdDSA, key, kid)},
+		{"a claim twice", SignPayload(t, duplicate(t, gc, "oid", "u-mallory"), jwa.EdDSA, key, kid)},
+		{"payload not JSON", SignPayload(t, []byte(`{"tid":"acme",`), jwa.EdDSA, key, kid)},
 	}
+}
+
+// duplicate is c's payload with claim k a second time, holding v.
+func duplicate(t testing.TB, c Claims, k string, v any) []byte {
+	t.Helper()
+	p, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := json.Marshal(map[string]any{k: v})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(append(p[:len(p)-1:len(p)-1], ','), kv[1:]...)
 }
