@@ -104,7 +104,7 @@ type jwksFixture struct {
 }
 
 // publish serves the public parts of keys as the JWKS from now on.
-func (f *jwksFixture) publish(t *testing.T, keys ...jwk.Key) {
+func (f *jwksFixture) publish(t testing.TB, keys ...jwk.Key) {
 	t.Helper()
 	set := jwk.NewSet()
 	for _, k := range keys {
@@ -118,7 +118,7 @@ func (f *jwksFixture) publish(t *testing.T, keys ...jwk.Key) {
 	f.body.Store(&body)
 }
 
-func newJWKSFixture(t *testing.T) *jwksFixture {
+func newJWKSFixture(t testing.TB) *jwksFixture {
 	t.Helper()
 	f := &jwksFixture{}
 	rk, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -143,7 +143,7 @@ func newJWKSFixture(t *testing.T) *jwksFixture {
 	return f
 }
 
-func newJWKSForTest(t *testing.T, f *jwksFixture) *JWKS {
+func newJWKSForTest(t testing.TB, f *jwksFixture) *JWKS {
 	t.Helper()
 	a, err := NewJWKS(context.Background(), JWKSConfig{
 		URL: f.srv.URL, Issuer: "https://login.example/tenant/v2.0", Audience: "api://lockhub",
