@@ -24,7 +24,6 @@ func (f feed) Change(ch locks.Change) {
 	h := f.h
 	key := watchKey{ch.Tenant, ch.Event.Lock.EntityType}
 	out := outFrame{b: ch.Frame, typ: protocol.FrameLock}
-	h.snaps.changed(key) // before any watcher has it: see snapshot.go
 	h.mu.RLock()
 	set := h.watchers[key]
 	for c := range set {
@@ -38,7 +37,6 @@ func (f feed) Change(ch locks.Change) {
 // Resync asks Run for fresh snapshots of the tenants affected names (nil: all): the
 // feed was lost for them and is back.
 func (f feed) Resync(affected func(tenant string) bool) {
-	f.h.snaps.forget() // the events missed meanwhile may have changed any of them
 	f.h.resyncMu.Lock()
 	if affected == nil {
 		f.h.resyncAll = true

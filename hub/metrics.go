@@ -11,28 +11,27 @@ import (
 
 // metrics are the hub's Prometheus collectors, registered on Config.Registerer if any.
 type metrics struct {
-	sockets       prometheus.Gauge                      // open sockets, authenticated or not
-	framesIn      *prometheus.CounterVec                // type
-	framesOut     *prometheus.CounterVec                // type
-	outcomes      *prometheus.CounterVec                // op, outcome
-	delivered     prometheus.Counter                    // lock events queued to watchers
-	slow          *prometheus.CounterVec                // reason: queue, write
-	rateLimited   prometheus.Counter                    // requests answered rate_limited
-	closes        *prometheus.CounterVec                // code
-	authFailures  prometheus.Counter                    // tokens refused
-	resyncs       prometheus.Counter                    // fresh snapshots sent after the feed came back
-	snapshots     map[snapshotSource]prometheus.Counter // watches' snapshots by where they came from
-	detaches      *prometheus.CounterVec                // why: grace, shutdown; outcome
-	deadInstances prometheus.Counter                    // instances found dead and reaped here
-	reapedLocks   prometheus.Counter                    // locks of dead instances' sockets scheduled for release
-	requestTiming *prometheus.HistogramVec              // type
-	limits        *prometheus.CounterVec                // limit: one of the limit* labels
-	views         prometheus.Gauge                      // entities viewed, summed over sockets
-	presenceSent  prometheus.Counter                    // presence changes queued to viewing sockets
-	nudges        *prometheus.CounterVec                // outcome: nudged, notHeld, unknown, rate_limited, forbidden
-	nudgesSent    prometheus.Counter                    // nudges queued to holders' sockets
-	viewRefreshes prometheus.Counter                    // refreshes of this instance's views in Redis
-	viewRestored  prometheus.Counter                    // views Redis had lost, viewed again
+	sockets       prometheus.Gauge         // open sockets, authenticated or not
+	framesIn      *prometheus.CounterVec   // type
+	framesOut     *prometheus.CounterVec   // type
+	outcomes      *prometheus.CounterVec   // op, outcome
+	delivered     prometheus.Counter       // lock events queued to watchers
+	slow          *prometheus.CounterVec   // reason: queue, write
+	rateLimited   prometheus.Counter       // requests answered rate_limited
+	closes        *prometheus.CounterVec   // code
+	authFailures  prometheus.Counter       // tokens refused
+	resyncs       prometheus.Counter       // fresh snapshots sent after the feed came back
+	detaches      *prometheus.CounterVec   // why: grace, shutdown; outcome
+	deadInstances prometheus.Counter       // instances found dead and reaped here
+	reapedLocks   prometheus.Counter       // locks of dead instances' sockets scheduled for release
+	requestTiming *prometheus.HistogramVec // type
+	limits        *prometheus.CounterVec   // limit: one of the limit* labels
+	views         prometheus.Gauge         // entities viewed, summed over sockets
+	presenceSent  prometheus.Counter       // presence changes queued to viewing sockets
+	nudges        *prometheus.CounterVec   // outcome: nudged, notHeld, unknown, rate_limited, forbidden
+	nudgesSent    prometheus.Counter       // nudges queued to holders' sockets
+	viewRefreshes prometheus.Counter       // refreshes of this instance's views in Redis
+	viewRestored  prometheus.Counter       // views Redis had lost, viewed again
 
 	// Resolved once: the write path counts every frame.
 	out map[protocol.FrameType]prometheus.Counter
@@ -129,14 +128,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, t := range []protocol.FrameType{protocol.FrameWelcome, protocol.FrameResult, protocol.FrameSnapshot,
 		protocol.FrameLock, protocol.FrameError, protocol.FramePong, protocol.FramePresence, protocol.FrameNudge} {
 		m.out[t] = m.framesOut.WithLabelValues(string(t))
-	}
-	snapshots := f.NewCounterVec(prometheus.CounterOpts{
-		Name: "lockhub_hub_snapshots_total",
-		Help: "Watches answered, by where their snapshot came from: read (their own List call, shared with the watches queued behind it), shared (another watch's call), reused (a call done before, still current).",
-	}, []string{"source"})
-	m.snapshots = map[snapshotSource]prometheus.Counter{}
-	for _, s := range []snapshotSource{snapshotOwn, snapshotShared, snapshotReused} {
-		m.snapshots[s] = snapshots.WithLabelValues(string(s))
 	}
 	return m
 }

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -36,68 +34,9 @@ func TestWatchWhileChanging(t *testing.T) {
 	}
 	stop()
 	last, _ := th.dial("acme", "u-last")
+
 	// A last change: once a watcher has its event, it has every earlier one.
 	expect(t, protocol.OutcomeAcquired)(last.Claim(ctx, typ, "end"))
-	catchUp(t, watchers, models)
-	wantStore(t, th, models)
-}
-
-// TestWatchReuseWhileChanging: watches that reuse a read still current, on one
-// instance, while another instance's socket changes the locks during every other
-// watch, end up with exactly the store's state: a change a reused read missed reaches
-// its watcher as an event. On redis-server and on the cluster.
-func TestWatchReuseWhileChanging(t *testing.T) {
-	onRealRedis(t, func(t *testing.T, ca, cb redis.UniversalClient) {
-		a, b := startHub(t, ca, hubOptions{}), startHub(t, cb, hubOptions{})
-		a.waitFeed("acme")
-		ctx := tctx(t)
-		claimer, _ := b.dial("acme", "u-c")
-		rng := rand.New(rand.NewPCG(7, 11))
-		var watchers []*protocol.Client
-		var models []model
-		for i := range 40 {
-			w, _ := a.dial("acme", "u-w"+itoa(i))
-			var wg sync.WaitGroup
-			if i%2 == 1 { // a change while this watch runs
-				uid, claim := "o-"+itoa(rng.IntN(5)), rng.IntN(2) == 0
-				wg.Go(func() {
-					var err error
-					if claim {
-						_, err = claimer.Claim(ctx, typ, uid)
-					} else {
-						_, err = claimer.Release(ctx, typ, uid)
-					}
-					if err != nil {
-						t.Error(err)
-					}
-				})
-			}
-			snap, err := w.Watch(ctx, typ)
-			wg.Wait()
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := model{}
-			for _, l := range snap.Locks {
-				m[l.EntityUID] = l.HolderOID
-			}
-			watchers, models = append(watchers, w), append(models, m)
-		}
-		expect(t, protocol.OutcomeAcquired)(claimer.Claim(ctx, typ, "end"))
-		catchUp(t, watchers, models)
-		wantStore(t, a, models)
-		reused := a.metric("lockhub_hub_snapshots_total", "source=reused")
-		t.Logf("40 watches: %v reused a read, %v read their own", reused, a.metric("lockhub_hub_snapshots_total", "source=read"))
-		if reused == 0 {
-			t.Fatal("no watch reused a read: nothing here tested reuse")
-		}
-	})
-}
-
-// catchUp applies each watcher's events to its model until the event of the lock
-// "end", made last: once a watcher has it, it has every earlier one.
-func catchUp(t *testing.T, watchers []*protocol.Client, models []model) {
-	t.Helper()
 	for i, w := range watchers {
 		for {
 			ev := nextEvent(t, w)
@@ -112,6 +51,7 @@ func catchUp(t *testing.T, watchers []*protocol.Client, models []model) {
 			}
 		}
 	}
+	wantStore(t, th, models)
 }
 
 // churn has 4 clients claim and release 10 entities at random (seeded) until the

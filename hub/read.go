@@ -349,15 +349,14 @@ func (c *conn) watch(req protocol.Request) {
 		c.h.addWatcher(watchKey{c.ident.Tenant, typ}, c)
 	}
 	// A crowd of watches of one type shares reads, each begun after its watchers were
-	// registered or still current at their registration (snapshot.go).
+	// registered (snapshot.go).
 	tenant := c.ident.Tenant
-	list, source, err := c.h.snaps.list(c.h.ctx, watchKey{tenant, typ}, func(ctx context.Context) ([]protocol.Lock, bool, error) {
-		return c.h.store.ListAnswered(ctx, tenant, typ)
+	list, err := c.h.snaps.list(c.h.ctx, watchKey{tenant, typ}, func(ctx context.Context) ([]protocol.Lock, error) {
+		return c.h.store.List(ctx, tenant, typ)
 	})
 	if err != nil { // checked above; the store agrees
 		list = encodeLocks(nil)
 	}
-	c.h.met.snapshots[source].Inc()
 	c.endSnapshot(typ, start, snapshotFrame(req, typ, list))
 }
 

@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,7 @@ import (
 	"github.com/lockhub/lockhub/protocol"
 )
 
-// gatedStore is a Store whose watch reads (ListAnswered) are counted and, while gate is set, held
+// gatedStore is a Store whose List calls are counted and, while gate is set, held
 // after reading until the gate opens: a read in flight that the test controls.
 type gatedStore struct {
 	Store
@@ -26,9 +25,9 @@ type gatedStore struct {
 	entered chan struct{} // one send per gated List, after its read
 }
 
-func (s *gatedStore) ListAnswered(ctx context.Context, tenant, entityType string) ([]protocol.Lock, bool, error) {
+func (s *gatedStore) List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error) {
 	s.lists.Add(1)
-	list, answered, err := s.Store.ListAnswered(ctx, tenant, entityType)
+	list, err := s.Store.List(ctx, tenant, entityType)
 	s.mu.Lock()
 	gate := s.gate
 	s.mu.Unlock()
@@ -36,7 +35,7 @@ func (s *gatedStore) ListAnswered(ctx context.Context, tenant, entityType string
 		s.entered <- struct{}{}
 		<-gate
 	}
-	return list, answered, err
+	return list, err
 }
 
 // setGate makes the next Lists wait on a new gate, and returns its opener.
@@ -343,120 +342,4 @@ func TestSnapshotFrameBytes(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestSnapshotReuseRules: a read done is reused by later watches of its key while it is
-// current, and never once an event of the key reached the hub after it began (during
-// the read or after it), after a Resync, when it is snapshotReuse old, when the store
-// failed open, or when it failed.
-func TestSnapshotReuseRules(t *testing.T) {
-	key, other := watchKey{"acme", typ}, watchKey{"acme", "Invoice"}
-	type read struct {
-		answered bool
-		err      error
-		during   func() // runs inside the read, after it began
-	}
-	setup := func() (s *snapshotReads, list func(watchKey, read) snapshotSource, advance func(time.Duration), calls *int) {
-		now := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
-		s = &snapshotReads{now: func() time.Time { return now }}
-		calls = new(int)
-		list = func(k watchKey, r read) snapshotSource {
-			_, src, _ := s.list(context.Background(), k, func(context.Context) ([]protocol.Lock, bool, error) {
-				*calls++
-				if r.during != nil {
-					r.during()
-				}
-				return nil, r.answered, r.err
-			})
-			return src
-		}
-		return s, list, func(d time.Duration) { now = now.Add(d) }, calls
-	}
-	ok := read{answered: true}
-
-	t.Run("current", func(t *testing.T) {
-		s, list, advance, calls := setup()
-		if src := list(key, ok); src != snapshotOwn {
-			t.Fatalf("first watch: %s", src)
-		}
-		advance(snapshotReuse - time.Millisecond)
-		if src := list(key, ok); src != snapshotReused || *calls != 1 {
-			t.Fatalf("a watch within snapshotReuse: %s after %d reads, want reused after 1", src, *calls)
-		}
-		s.changed(other) // another type's event changes nothing of key
-		if src := list(key, ok); src != snapshotReused {
-			t.Fatalf("after another type's event: %s, want reused", src)
-		}
-	})
-	t.Run("event after the read", func(t *testing.T) {
-		s, list, _, calls := setup()
-		list(key, ok)
-		s.changed(key)
-		if src := list(key, ok); src != snapshotOwn || *calls != 2 {
-			t.Fatalf("after an event of the key: %s after %d reads, want a read of its own", src, *calls)
-		}
-		if src := list(key, ok); src != snapshotReused {
-			t.Fatalf("the read after the event: %s, want reused", src)
-		}
-	})
-	t.Run("event during the read", func(t *testing.T) {
-		s, list, _, calls := setup()
-		list(key, read{answered: true, during: func() { s.changed(key) }})
-		if src := list(key, ok); src != snapshotOwn || *calls != 2 {
-			t.Fatalf("after a read an event overlapped: %s after %d reads, want a read of its own", src, *calls)
-		}
-	})
-	t.Run("resync", func(t *testing.T) {
-		s, list, _, calls := setup()
-		list(key, ok)
-		s.forget()
-		if src := list(key, ok); src != snapshotOwn || *calls != 2 {
-			t.Fatalf("after a Resync: %s after %d reads", src, *calls)
-		}
-		s.forget()
-		list(key, read{answered: true, during: s.forget})
-		if src := list(key, ok); src != snapshotOwn || *calls != 4 {
-			t.Fatalf("after a read a Resync overlapped: %s after %d reads", src, *calls)
-		}
-	})
-	t.Run("too old", func(t *testing.T) {
-		_, list, advance, calls := setup()
-		list(key, ok)
-		advance(snapshotReuse)
-		if src := list(key, ok); src != snapshotOwn || *calls != 2 {
-			t.Fatalf("a read snapshotReuse old: %s after %d reads", src, *calls)
-		}
-	})
-	t.Run("failed open or failed", func(t *testing.T) {
-		_, list, _, calls := setup()
-		list(key, read{answered: false})
-		if src := list(key, ok); src != snapshotOwn || *calls != 2 {
-			t.Fatalf("after a read the store failed open: %s after %d reads", src, *calls)
-		}
-		list(other, read{err: errors.New("no")})
-		if src := list(other, ok); src != snapshotOwn || *calls != 4 {
-			t.Fatalf("after a read that failed: %s after %d reads", src, *calls)
-		}
-	})
-	t.Run("pruned", func(t *testing.T) {
-		s, list, advance, _ := setup()
-		list(key, ok)
-		list(other, ok)
-		advance(snapshotReuse)
-		s.changed(watchKey{"acme", "Nothing"}) // no entry: nothing to do
-		list(other, ok)                        // prunes key, reads other again
-		s.mu.Lock()
-		_, kept := s.keys[key]
-		n := len(s.keys)
-		s.mu.Unlock()
-		if kept || n != 1 {
-			t.Fatalf("after snapshotReuse, %d keys kept (key's: %v), want only the one just read", n, kept)
-		}
-		s.changed(other)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.keys != nil {
-			t.Fatalf("after the last read's event, %d keys kept, want none", len(s.keys))
-		}
-	})
 }

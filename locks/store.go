@@ -529,20 +529,13 @@ func (s *Store) get(ctx context.Context, ref Ref) (*protocol.Lock, error) {
 // one MGET, all in one script, one round trip. A key that expires between the range
 // and the MGET is simply absent. On fail open it returns no locks.
 func (s *Store) List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error) {
-	locks, _, err := s.ListAnswered(ctx, tenant, entityType)
-	return locks, err
-}
-
-// ListAnswered is List, and reports whether Redis answered: false when the store failed
-// open, and the empty list says nothing of the locks there are.
-func (s *Store) ListAnswered(ctx context.Context, tenant, entityType string) ([]protocol.Lock, bool, error) {
 	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	locks, ok := runOp(ctx, s, opList, func(ctx context.Context) ([]protocol.Lock, error) {
+	locks, _ := runOp(ctx, s, opList, func(ctx context.Context) ([]protocol.Lock, error) {
 		return s.sweep(ctx, tenant, entityType, true, 0, nil)
 	}, listedLabel) // failing open answers no locks: runOp's nil
-	return locks, ok, nil
+	return locks, nil
 }
 
 // Mine returns the live locks of holder oid in tenant, walking the per-type indexes of
