@@ -26,6 +26,7 @@ type Store interface {
 	Takeover(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, allowed bool) (locks.Result, error)
 	Detach(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, release bool) (locks.Result, error)
 	List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error)
+	ListJSON(ctx context.Context, tenant, entityType string) ([]byte, error)
 	Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error)
 	Sweep(ctx context.Context, tenant, entityType string, every time.Duration) error
 	RunFeed(ctx context.Context, h locks.FeedHandler) error

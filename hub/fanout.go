@@ -114,11 +114,11 @@ func (h *Hub) resyncTenants(ctx context.Context, affected func(tenant string) bo
 		for i, c := range conns {
 			starts[i] = c.beginSnapshot(key.typ)
 		}
-		list, err := h.store.List(ctx, key.tenant, key.typ)
+		list, err := h.store.ListJSON(ctx, key.tenant, key.typ)
 		if err != nil {
-			list = nil // only for names the hub validated before watching: cannot happen
+			list = encodeLocks(nil) // only for names the hub validated before watching: cannot happen
 		}
-		snap := snapshotFrame(protocol.Request{}, key.typ, encodeLocks(list)) // unsolicited: no id
+		snap := snapshotFrame(protocol.Request{}, key.typ, list) // unsolicited: no id
 		for i, c := range conns {
 			c.endSnapshot(key.typ, starts[i], snap)
 		}

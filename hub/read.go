@@ -351,8 +351,8 @@ func (c *conn) watch(req protocol.Request) {
 	// A crowd of watches of one type shares reads, each begun after its watchers were
 	// registered (snapshot.go).
 	tenant := c.ident.Tenant
-	list, err := c.h.snaps.list(c.h.ctx, watchKey{tenant, typ}, func(ctx context.Context) ([]protocol.Lock, error) {
-		return c.h.store.List(ctx, tenant, typ)
+	list, err := c.h.snaps.list(c.h.ctx, watchKey{tenant, typ}, func(ctx context.Context) ([]byte, error) {
+		return c.h.store.ListJSON(ctx, tenant, typ)
 	})
 	if err != nil { // checked above; the store agrees
 		list = encodeLocks(nil)

@@ -39,20 +39,19 @@ type snapshotKey struct {
 // snapshotRead is one List call and the watchers it serves.
 type snapshotRead struct {
 	start   chan struct{} // closed when the read may begin (the one before it ended)
-	done    chan struct{} // closed when list and err are set
-	list    []protocol.Lock
-	locks   []byte // list encoded once, as the "locks" member, for every watcher it serves
+	done    chan struct{} // closed when locks and err are set
+	locks   []byte // the locks, encoded once as the "locks" member, for every watcher it serves
 	err     error
 	waiters int // guarded by snapshotReads.mu; watchers served, the leader included
 }
 
 // list returns a snapshot of key read after this call began, sharing the read with
-// other callers where that is valid (see above), as the JSON array of its locks: the
-// read's locks are encoded once for all who share it (a crowd's 10,000 watchers would
-// otherwise encode the same snapshot 10,000 times). read is the List call; it is made
-// by one of the callers sharing it, with that caller's ctx. The bytes are shared: do
-// not modify them.
-func (s *snapshotReads) list(ctx context.Context, key watchKey, read func(context.Context) ([]protocol.Lock, error)) ([]byte, error) {
+// other callers where that is valid (see above), as the JSON array of its locks: read
+// (the store's ListJSON, which reads the keys every time and encodes only what changed
+// since its last read of the type) is called once for all who share it. It is made by
+// one of the callers sharing it, with that caller's ctx. The bytes are shared: do not
+// modify them.
+func (s *snapshotReads) list(ctx context.Context, key watchKey, read func(context.Context) ([]byte, error)) ([]byte, error) {
 	s.mu.Lock()
 	if s.keys == nil {
 		s.keys = map[watchKey]*snapshotKey{}
@@ -83,8 +82,7 @@ func (s *snapshotReads) list(ctx context.Context, key watchKey, read func(contex
 		return r.locks, r.err
 	}
 	<-r.start
-	r.list, r.err = read(ctx)
-	r.locks = encodeLocks(r.list)
+	r.locks, r.err = read(ctx)
 
 	s.mu.Lock()
 	k.reading, k.next = k.next, nil

@@ -15,7 +15,7 @@ import (
 	"github.com/lockhub/lockhub/protocol"
 )
 
-// gatedStore is a Store whose List calls are counted and, while gate is set, held
+// gatedStore is a Store whose snapshot reads (ListJSON) are counted and, while gate is set, held
 // after reading until the gate opens: a read in flight that the test controls.
 type gatedStore struct {
 	Store
@@ -25,9 +25,9 @@ type gatedStore struct {
 	entered chan struct{} // one send per gated List, after its read
 }
 
-func (s *gatedStore) List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error) {
+func (s *gatedStore) ListJSON(ctx context.Context, tenant, entityType string) ([]byte, error) {
 	s.lists.Add(1)
-	list, err := s.Store.List(ctx, tenant, entityType)
+	list, err := s.Store.ListJSON(ctx, tenant, entityType)
 	s.mu.Lock()
 	gate := s.gate
 	s.mu.Unlock()

@@ -45,6 +45,7 @@ func TestStore(t *testing.T) {
 			t.Run("release from a tab", func(t *testing.T) { testReleaseFromTab(t, b.client) })
 			t.Run("foreign expiry", func(t *testing.T) { testForeignExpiry(t, b) })
 			t.Run("other writers", func(t *testing.T) { testOtherWriters(t, b) })
+			t.Run("list as JSON", func(t *testing.T) { testListJSON(t, b) })
 			t.Run("feed example", func(t *testing.T) { testFeedExample(t, b) })
 			t.Run("presence", func(t *testing.T) { testPresence(t, b) })
 			t.Run("nudge", func(t *testing.T) { testNudge(t, b) })

@@ -16,6 +16,8 @@ type metrics struct {
 	duration  *prometheus.HistogramVec // op
 	published *prometheus.CounterVec   // op (event op)
 	foreign   *prometheus.CounterVec   // op (event op): changes of other programs
+	// values: decoded, known (see ListJSON)
+	listValues *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -42,6 +44,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "lockhub_store_foreign_changes_total",
 			Help: "Changes another program (the .NET API) made to locks, found and announced by lockhub, by event op.",
 		}, []string{"op"}),
+		listValues: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_store_list_values_total",
+			Help: "Lock values read for watch snapshots: decoded (new or changed since the type's last read) or known (as the last read found them, their encoding reused).",
+		}, []string{"values"}),
 	}
 	return m
 }

@@ -90,6 +90,7 @@ type Store struct {
 	audit    bool     // write the audit stream (PROTOCOL.md §10); off only in benchmarks
 	auditCap int
 	amet     *auditMetrics
+	encoded  encodedValues // ListJSON's encodings of the values it read last
 }
 
 // NewStore returns a Store, or an error when cfg is invalid.
@@ -583,10 +584,11 @@ func (s *Store) Sweep(ctx context.Context, tenant, entityType string, every time
 	return nil
 }
 
-// sweep runs sweep.lua, which announces what nobody announced and, when read, reads
-// the live locks; it returns those that keep passes (all with a nil keep). Values that
-// are not locks are skipped and logged: one bad record must not hide the others.
-func (s *Store) sweep(ctx context.Context, tenant, entityType string, read bool, every time.Duration, keep func(*protocol.Lock) bool) ([]protocol.Lock, error) {
+// sweepValues runs sweep.lua, which announces what nobody announced and, when read,
+// reads the live locks; it returns their stored values (nil for a key that expired
+// between the range and the MGET). Values that are not locks are skipped by the
+// callers, and logged: one bad record must not hide the others.
+func (s *Store) sweepValues(ctx context.Context, tenant, entityType string, read bool, every time.Duration) ([]any, error) {
 	now := s.now()
 	head, tail := foreignLock(entityType)
 	readArg := "0"
@@ -611,16 +613,23 @@ func (s *Store) sweep(ctx context.Context, tenant, entityType string, read bool,
 	}
 	s.foundChanges(reply[0])
 	values, _ := reply[1].([]any)
+	return values, nil
+}
+
+// sweep is sweepValues, its values decoded, and kept where keep says so (nil: all).
+func (s *Store) sweep(ctx context.Context, tenant, entityType string, read bool, every time.Duration, keep func(*protocol.Lock) bool) ([]protocol.Lock, error) {
+	values, err := s.sweepValues(ctx, tenant, entityType, read, every)
+	if err != nil {
+		return nil, err
+	}
 	var out []protocol.Lock
 	for _, v := range values {
 		str, ok := v.(string)
 		if !ok {
 			continue // expired between the range and the MGET: absent, which is right
 		}
-		l, err := decodeLock(str)
+		l, err := s.decodeListed(ctx, tenant, entityType, str)
 		if err != nil {
-			s.log.LogAttrs(ctx, slog.LevelWarn, "skipping a lock value that does not parse",
-				slog.String("tenant", tenant), slog.String("type", entityType), slog.String("error", err.Error()))
 			continue
 		}
 		if keep == nil || keep(&l) {
@@ -628,6 +637,16 @@ func (s *Store) sweep(ctx context.Context, tenant, entityType string, read bool,
 		}
 	}
 	return out, nil
+}
+
+// decodeListed decodes a value a list read, warning of one that does not parse.
+func (s *Store) decodeListed(ctx context.Context, tenant, entityType, v string) (protocol.Lock, error) {
+	l, err := decodeLock(v)
+	if err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "skipping a lock value that does not parse",
+			slog.String("tenant", tenant), slog.String("type", entityType), slog.String("error", err.Error()))
+	}
+	return l, err
 }
 
 // published counts n events of op that a script published, and the audit entries

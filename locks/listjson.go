@@ -1,0 +1,122 @@
+package locks
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// ListJSON is List as the JSON array of its locks, each encoded as a protocol.Lock (a
+// snapshot's "locks" member, sent as it is): "[]" when there are none or the store
+// fails open. Every call reads the keys themselves, as List does (PROTOCOL.md §8); what
+// it saves is the decoding and encoding of values it read the time before. A reconnect
+// crowd reads one quiet type thousands of times, and each read decoded and encoded
+// every lock again, a third of a watch's cost on the hub. Values are compared as
+// stored, so a lock that changed, whoever wrote it, is decoded again.
+func (s *Store) ListJSON(ctx context.Context, tenant, entityType string) ([]byte, error) {
+	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
+		return nil, err
+	}
+	b, ok := runOp(ctx, s, opList, func(ctx context.Context) ([]byte, error) {
+		values, err := s.sweepValues(ctx, tenant, entityType, true, 0)
+		if err != nil {
+			return nil, err
+		}
+		return s.encoded.encode(ctx, s, typeKey{tenant, entityType}, values), nil
+	}, func([]byte) outcomeLabel { return labelListed })
+	if !ok {
+		return []byte("[]"), nil // failing open answers no locks
+	}
+	return b, nil
+}
+
+// typeKey is one entity type of one tenant.
+type typeKey struct{ tenant, typ string }
+
+// encodedValues keeps, per type, the encoding of each lock value the last ListJSON of
+// the type read, for the next one. Its zero value is ready to use.
+type encodedValues struct {
+	mu     sync.Mutex
+	types  map[typeKey]*encodedSet // guarded by mu
+	pruned time.Time               // guarded by mu
+}
+
+// encodedSet is the values one read found, each with its lock encoded. Never modified
+// once stored: a read replaces it.
+type encodedSet struct {
+	enc  map[string][]byte
+	read time.Time
+}
+
+// encodedKeep is how long the values of a type nobody lists any more are kept.
+const encodedKeep = time.Minute
+
+// encode returns values (stored lock values; a nil is skipped) as a JSON array of
+// protocol.Lock, decoding and encoding only the values the type's last read lacked, and
+// keeps this read's values for the next one.
+func (e *encodedValues) encode(ctx context.Context, s *Store, key typeKey, values []any) []byte {
+	e.mu.Lock()
+	prev := e.types[key]
+	e.mu.Unlock()
+	next := &encodedSet{enc: make(map[string][]byte, len(values)), read: time.Now()}
+	out := []byte{'['}
+	decoded := 0
+	for _, v := range values {
+		str, ok := v.(string)
+		if !ok {
+			continue // expired between the range and the MGET: absent, which is right
+		}
+		b, ok := prev.lookup(str)
+		if !ok {
+			l, err := s.decodeListed(ctx, key.tenant, key.typ, str)
+			if err != nil {
+				continue
+			}
+			if b, err = json.Marshal(l); err != nil {
+				panic("locks: encoding a lock cannot fail: " + err.Error())
+			}
+			decoded++
+		}
+		next.enc[str] = b
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, b...)
+	}
+	out = append(out, ']')
+	s.met.listValues.WithLabelValues(listDecoded).Add(float64(decoded))
+	s.met.listValues.WithLabelValues(listKnown).Add(float64(len(next.enc) - decoded))
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.types == nil {
+		e.types = map[typeKey]*encodedSet{}
+	}
+	if p := e.types[key]; p == nil || !p.read.After(next.read) { // concurrent reads: the later one stays
+		e.types[key] = next
+	}
+	if next.read.Sub(e.pruned) >= encodedKeep {
+		e.pruned = next.read
+		for k, set := range e.types {
+			if next.read.Sub(set.read) >= encodedKeep {
+				delete(e.types, k)
+			}
+		}
+	}
+	return out
+}
+
+func (set *encodedSet) lookup(v string) ([]byte, bool) {
+	if set == nil {
+		return nil, false
+	}
+	b, ok := set.enc[v]
+	return b, ok
+}
+
+// The label values of lockhub_store_list_values_total.
+const (
+	listDecoded = "decoded" // read for the first time, or changed: decoded and encoded
+	listKnown   = "known"   // as the type's last read found it: its encoding reused
+)

@@ -1,0 +1,86 @@
+package locks
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockhub/lockhub/locks/redistest"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// testListJSON: ListJSON answers List's locks encoded, byte for byte, however they were
+// written (lockhub, the .NET scripts, a value that is not a lock), reads the keys every
+// time (a change of any writer shows at once), and decodes only the values that are new
+// or changed since its last read of the type.
+func testListJSON(t *testing.T, b backend) {
+	c := b.client(t)
+	s, _ := newStore(t, c, Config{Timeout: 10 * time.Second})
+	ctx := ctxT(t)
+	tenant := fmt.Sprintf("json-%d", time.Now().UnixNano())
+	const typ = "ApprovalRequest"
+	r := func(uid string) Ref { return Ref{tenant, typ, uid} }
+	net := redistest.DotNet{C: c}
+	counts := func() (decoded, known float64) {
+		return testutil.ToFloat64(s.met.listValues.WithLabelValues(listDecoded)), testutil.ToFloat64(s.met.listValues.WithLabelValues(listKnown))
+	}
+	// check compares ListJSON with List, and the values it decoded and knew with want.
+	check := func(step string, wantDecoded, wantKnown float64) {
+		t.Helper()
+		d0, k0 := counts()
+		got, err := s.ListJSON(ctx, tenant, typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d1, k1 := counts()
+		list, err := s.List(ctx, tenant, typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if list == nil {
+			list = []protocol.Lock{}
+		}
+		want, _ := json.Marshal(list) // locks always encode
+		if string(got) != string(want) {
+			t.Fatalf("%s: ListJSON\n%s\nList\n%s", step, got, want)
+		}
+		if d1-d0 != wantDecoded || k1-k0 != wantKnown {
+			t.Fatalf("%s: %v values decoded and %v known, want %v and %v", step, d1-d0, k1-k0, wantDecoded, wantKnown)
+		}
+	}
+
+	check("no locks", 0, 0)
+	for _, uid := range []string{"r-1", "r-2", "r-3"} {
+		expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, r(uid), ada, ""))
+	}
+	if ok, _, err := net.Claim(ctx, tenant, typ, "r-net", grace.OID, grace.Name); err != nil || !ok {
+		t.Fatalf(".NET claim = %v, %v", ok, err)
+	}
+	check("first read", 4, 0)
+	check("nothing changed", 0, 4)
+	expect(t, protocol.OutcomeRenewed)(s.Renew(ctx, r("r-2"), ada, ""))
+	check("one renewed", 1, 3)
+	if ok, err := net.Release(ctx, tenant, typ, "r-net", grace.OID); err != nil || !ok {
+		t.Fatalf(".NET release = %v, %v", ok, err)
+	}
+	check("the .NET lock released by .NET", 0, 3)
+	// A value that is not a lock, under a live key of the index: skipped, and decoded
+	// again each time (it never parses, so it is never known).
+	if err := c.Set(ctx, LockKey(r("r-bad")), "not a lock", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	due := float64(time.Now().Add(time.Minute).UnixMilli())
+	if err := c.ZAdd(ctx, IndexKey(tenant, typ), redis.Z{Score: due, Member: LockKey(r("r-bad"))}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	check("a value that is not a lock", 0, 3)
+	expect(t, protocol.OutcomeReleased)(s.Release(ctx, r("r-1"), ada, ""))
+	check("one released", 0, 2)
+	if got, err := s.ListJSON(ctx, "nobody", typ); err != nil || string(got) != "[]" {
+		t.Fatalf("ListJSON of an empty tenant = %s, %v", got, err)
+	}
+}
