@@ -40,7 +40,7 @@ type snapshotKey struct {
 type snapshotRead struct {
 	start   chan struct{} // closed when the read may begin (the one before it ended)
 	done    chan struct{} // closed when locks and err are set
-	locks   []byte // the locks, encoded once as the "locks" member, for every watcher it serves
+	locks   []byte        // the locks, encoded once as the "locks" member, for every watcher it serves
 	err     error
 	waiters int // guarded by snapshotReads.mu; watchers served, the leader included
 }
