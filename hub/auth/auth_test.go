@@ -32,9 +32,9 @@ import (
 // time the test runs.
 var testNow = time.Date(2026, 12, 2, 9, 15, 0, 0, time.UTC)
 
-func goodClaims(iss, aud string) authtest.Claims { return authtest.GoodClaims(testNow, iss, aud) }
-
-func TestDevVerify(t *testing.T) {
+// newTestDev is a Dev on testNow's clock, and its signing key, to forge tokens with.
+func newTestDev(t *testing.T) (*Dev, ed25519.PrivateKey) {
+	t.Helper()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +43,13 @@ func TestDevVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d, key
+}
+
+func goodClaims(iss, aud string) authtest.Claims { return authtest.GoodClaims(testNow, iss, aud) }
+
+func TestDevVerify(t *testing.T) {
+	d, key := newTestDev(t)
 	good, err := d.Issue("acme", "u-ada", "Ada Lovelace", []string{"Locks.TakeOver"})
 	if err != nil {
 		t.Fatal(err)
@@ -335,14 +342,7 @@ func TestClaimNames(t *testing.T) {
 // with a fraction of a second, null roles, and claims lockhub does not read, nested or
 // not, skipped.
 func TestClaimsRead(t *testing.T) {
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := NewDev(DevConfig{Key: key, Now: func() time.Time { return testNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, key := newTestDev(t)
 	exp := float64(testNow.Add(time.Hour).Unix()) + 0.25
 	gc := authtest.GoodClaims(testNow, DevIssuer, DevAudience).With("exp", exp).
 		With("xms_st", map[string]any{"sub": "x", "roles": []any{1, map[string]any{}}}).With("ver", 2.0)

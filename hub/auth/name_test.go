@@ -2,11 +2,8 @@ package auth
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
@@ -47,14 +44,7 @@ func TestCleanName(t *testing.T) {
 // cleaning leaves empty, or none at all, is the oid. The Dev verifier stands for both:
 // they share identityOf.
 func TestIdentityNameCleaned(t *testing.T) {
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := NewDev(DevConfig{Key: key, Now: func() time.Time { return testNow }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, key := newTestDev(t)
 	for _, tc := range []struct{ name, in, want string }{
 		{"bidi override", "Mallory\u202Eeca", "Malloryeca"},
 		{"300 characters", strings.Repeat("x", 300), strings.Repeat("x", 200)},
