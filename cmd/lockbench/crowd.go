@@ -173,7 +173,13 @@ func (m *Main) runCrowd(ctx context.Context) error {
 		return err
 	}
 	cmds0, lists0 = redisCommands(ctx, rdb), listOps(b)
-	if err := step(fmt.Sprintf("OPEN %s %s 0", b.url, b.token), &res.base2, &res.baseCPU); err != nil {
+	if o.cpuProfile != "" {
+		// The same crowd without the watch, to compare with: pprof -diff_base.
+		stopCPU = startCPUProfile(m.Stderr, o.cpuProfile+".connect")
+	}
+	err = step(fmt.Sprintf("OPEN %s %s 0", b.url, b.token), &res.base2, &res.baseCPU)
+	stopCPU()
+	if err != nil {
 		return err
 	}
 	res.baseCmds, res.baseList = redisCommands(ctx, rdb)-cmds0, listOps(b)-lists0
