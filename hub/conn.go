@@ -28,7 +28,8 @@ import (
 //     answers the frames one at a time, in order. Token checks, store calls and JSON
 //     run here.
 //   - the writer: started when a frame is queued to be sent and gone when none is
-//     left; the only writer of the socket (see write.go).
+//     left; the only writer of the socket (see write.go). The handler writes its own
+//     answers, when no writer runs, in the writer's stead.
 //   - the closer: the close handshake, started by closeWith.
 //
 // run joins the other three before it tears down.

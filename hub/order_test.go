@@ -119,3 +119,51 @@ func wantStore(t *testing.T, th *testHub, models []model) {
 		}
 	}
 }
+
+// slowMineStore is a Store whose Mine waits until released: a request the handler is
+// stuck in.
+type slowMineStore struct {
+	Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *slowMineStore) Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error) {
+	s.entered <- struct{}{}
+	<-s.release
+	return s.Store.Mine(ctx, tenant, oid)
+}
+
+// TestEventNotHeldBehindRequest: the handler writes its own answers, but an event
+// never waits for it: while a socket's request is stuck in the store, the events of
+// the type it watches still reach it, and the answer follows when the request ends.
+func TestEventNotHeldBehindRequest(t *testing.T) {
+	ss := &slowMineStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	th := startMini(t, hubOptions{hub: func(c *Config) {
+		ss.Store = c.Store
+		c.Store = ss
+	}})
+	release := sync.OnceFunc(func() { close(ss.release) })
+	t.Cleanup(release) // before the hub stops, which waits for the stuck request
+	ctx := tctx(t)
+	w := th.dialOrdered("acme", "u-w")
+	w.send(map[string]string{"id": "w", "type": "watch", "entityType": typ})
+	if f := w.next(); f.Type != protocol.FrameSnapshot {
+		t.Fatalf("watch answered %s", f.Type)
+	}
+	w.send(map[string]string{"id": "m", "type": "mine"})
+	select {
+	case <-ss.entered:
+	case <-ctx.Done():
+		t.Fatal("mine never reached the store")
+	}
+	ada, _ := th.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
+	if f := w.next(); f.Type != protocol.FrameLock || f.Event.Lock.EntityUID != "r-1" {
+		t.Fatalf("while mine was stuck: %s frame, want the event of r-1", f.Type)
+	}
+	release()
+	if f := w.next(); f.Type != protocol.FrameResult || f.ID != "m" {
+		t.Fatalf("after mine was released: %s %q, want its answer", f.Type, f.ID)
+	}
+}

@@ -64,6 +64,13 @@ func (c *conn) handleLoop() {
 			c.inbox = nil
 			c.handling = false
 			c.room.Broadcast()
+			if len(c.queue) > 0 && !c.writing && c.closeCode == 0 && !c.finished {
+				// Queued by another goroutine since the last writeAnswers, for the
+				// handler to write: a writer writes it now.
+				c.writing = true
+				c.wg.Add(1)
+				go c.writeLoop()
+			}
 			c.mu.Unlock()
 			return
 		}
@@ -77,6 +84,7 @@ func (c *conn) handleLoop() {
 		} else {
 			c.request(f.typ, f.data)
 		}
+		c.writeAnswers()
 	}
 }
 

@@ -13,10 +13,11 @@ import (
 
 // The write side of a socket: a bounded queue and one writer.
 //
-// Anyone may queue a frame (the reader its answers, the feed its events, Run its
+// Anyone may queue a frame (the handler its answers, the feed its events, Run its
 // resync snapshots); none of them ever blocks or writes. The first frame queued on an
 // empty queue starts the writer goroutine, which writes until the queue is empty and
-// then exits, so an idle socket has no writer. A queue that would grow past
+// then exits, so an idle socket has no writer; an answer queued by the handler is
+// written by the handler itself once its request is done (writeAnswers). A queue that would grow past
 // Config.SendQueue means the client does not read fast enough: it is closed with 4429
 // rather than dropping a lock event it would never know it missed (it reconnects and
 // takes a fresh snapshot). One frame that cannot be written within WriteTimeout drops
@@ -75,7 +76,7 @@ func (c *conn) pushLocked(watchType string, f outFrame) bool {
 		return false
 	}
 	c.queue = append(c.queue, f)
-	if !c.writing {
+	if !c.writing && !(c.handling && isAnswer(f.typ)) {
 		c.writing = true
 		c.wg.Add(1)
 		go c.writeLoop()
@@ -83,9 +84,39 @@ func (c *conn) pushLocked(watchType string, f outFrame) bool {
 	return true
 }
 
-// writeLoop writes queued frames until the queue is empty or the socket closes.
+// isAnswer reports whether a frame of type t answers a request: queued while the
+// handler runs, it is the handler's own, written by the handler after the request
+// (writeAnswers) rather than by a writer goroutine started for it. Events, presence
+// lists and nudges are never left to the handler, which may be waiting on Redis or a
+// key set: they start the writer at once.
+func isAnswer(t protocol.FrameType) bool {
+	return t != protocol.FrameLock && t != protocol.FramePresence && t != protocol.FrameNudge
+}
+
+// writeAnswers writes what the request just handled queued, on the handler's own
+// goroutine, unless a writer runs already (which writes it). It saves each answer a
+// goroutine of its own and that goroutine's stack growth: a socket's setup is two
+// answers (welcome, snapshot). Handler only.
+func (c *conn) writeAnswers() {
+	c.mu.Lock()
+	if c.writing || len(c.queue) == 0 || c.closeCode != 0 || c.finished {
+		c.mu.Unlock()
+		return
+	}
+	c.writing = true
+	c.mu.Unlock()
+	c.writeQueued()
+}
+
+// writeLoop is writeQueued on a writer goroutine of its own, joined by run.
 func (c *conn) writeLoop() {
 	defer c.wg.Done()
+	c.writeQueued()
+}
+
+// writeQueued writes queued frames until the queue is empty or the socket closes. The
+// caller has set c.writing; it is cleared on return.
+func (c *conn) writeQueued() {
 	var batch []outFrame
 	for {
 		c.mu.Lock()
