@@ -60,7 +60,14 @@ func (e *encodedValues) encode(ctx context.Context, s *Store, key typeKey, value
 	prev := e.types[key]
 	e.mu.Unlock()
 	next := &encodedSet{enc: make(map[string][]byte, len(values)), read: time.Now()}
-	out := []byte{'['}
+	size := 2
+	for _, v := range values {
+		str, _ := v.(string)
+		size += len(str) + 1 // an encoding is about as long as the stored value
+	}
+	out := make([]byte, 1, size)
+	out[0] = '['
+
 	decoded := 0
 	for _, v := range values {
 		str, ok := v.(string)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -677,6 +678,21 @@ func (s *Store) foundChanges(reply any) {
 // wrote, which keeps no value copy: all the key says, its type and uid, with no holder.
 // It is cut where the uid goes.
 func foreignLock(entityType string) (head, tail string) {
+	if ht, ok := foreignLocks.Load(entityType); ok {
+		ht := ht.([2]string)
+		return ht[0], ht[1]
+	}
+	head, tail = encodeForeignLock(entityType)
+	foreignLocks.Store(entityType, [2]string{head, tail})
+	return head, tail
+}
+
+// foreignLocks holds foreignLock's answer for each entity type (a registry's few): a
+// sweep of every watched type each second, and every watch's snapshot read, would
+// encode it again each time.
+var foreignLocks sync.Map // entity type -> [2]string{head, tail}
+
+func encodeForeignLock(entityType string) (head, tail string) {
 	const uid = "\x00"
 	b, err := json.Marshal(protocol.Lock{EntityType: entityType, EntityUID: uid})
 	if err != nil {
