@@ -49,6 +49,7 @@ type Hub struct {
 	running  atomic.Bool                             // Run was called
 
 	open        atomic.Int64   // sockets reserved or open (MaxConnections)
+	accepted    atomic.Uint64  // sockets accepted since New
 	pendingAuth atomic.Int64   // of them, not yet authenticated (MaxPendingAuth)
 	limitWarn   rate.Sometimes // one warning about a refused handshake per interval
 	resync      chan struct{}  // capacity 1: the feed asks Run for a resync
@@ -154,8 +155,13 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Unlock()
 	admitted = true // the connection gives its places back: authenticated and teardown
 	h.met.sockets.Inc()
+	h.accepted.Add(1)
 	go c.run()
 }
+
+// Accepted is how many sockets the hub has accepted since it was made: for a process
+// that watches its bursts (cmd/lockhub returns their garbage's memory to the OS).
+func (h *Hub) Accepted() uint64 { return h.accepted.Load() }
 
 // retryAfter is the Retry-After of a handshake refused for a limit: long enough not to
 // hammer this instance, short enough for a load balancer's other instances to take

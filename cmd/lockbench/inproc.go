@@ -87,7 +87,14 @@ type memResult struct {
 	// free space inside them that the next allocations fill.
 	RSSPerSocket       float64 `json:"rssBytesPerSocket"`
 	HeapInusePerSocket float64 `json:"heapInuseBytesPerSocket"`
+	// The same once the hub returned the burst's free memory to the OS
+	// (--memory-trim-burst), 0 when it did not within trimWait.
+	RSSAfterTrimPerSocket float64 `json:"rssAfterTrimBytesPerSocket"`
 }
+
+// trimWait is how long the measure waits for the hub to return the free memory of the
+// sockets' set-up: its trimmer looks every 10 s, and trims at the first quiet look.
+const trimWait = 45 * time.Second
 
 type memSample struct {
 	heap, stack uint64
@@ -180,6 +187,15 @@ func (m *Main) runInproc(ctx context.Context) error {
 			mem.HeapInusePerSocket = (float64(after.heapInuse) - float64(before.heapInuse)) / float64(sockets)
 			mem.RSSPerSocket = (float64(after.rss) - float64(before.rss)) / float64(sockets)
 			mem.Goroutines = (after.goroutines - before.goroutines) / sockets
+			// Idle sockets, after the hub has returned what their set-up left behind.
+			deadline := time.Now().Add(trimWait)
+			for gauge(ih.reg, "lockhub_memory_trims_total") < 1 && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond) // polls the hub's counter; the trimmer's clock is its own
+			}
+			if gauge(ih.reg, "lockhub_memory_trims_total") >= 1 {
+				trimmed := sampleMemory()
+				mem.RSSAfterTrimPerSocket = (float64(trimmed.rss) - float64(before.rss)) / float64(sockets)
+			}
 		}
 	})
 	if err != nil {

@@ -44,6 +44,12 @@ func (m *Main) report(md mode, ratio *ratioResult, mem *memResult, res loadResul
 			verdict(true, mem.TotalPerSock <= goalBytesSocket, "goal <= 16 KiB"))
 		fmt.Fprintf(w, "hub RSS             %.0f bytes per idle authenticated watching socket (VmRSS after - before; heap spans in use %.0f)%s\n",
 			mem.RSSPerSocket, mem.HeapInusePerSocket, verdict(mem.RSSPerSocket > 0, mem.RSSPerSocket <= goalRSSSocket, "goal <= 12 KiB"))
+		if mem.RSSAfterTrimPerSocket > 0 {
+			fmt.Fprintf(w, "hub RSS, trimmed    %.0f bytes per idle socket once the hub returned its set-up's free memory (--memory-trim-burst)%s\n",
+				mem.RSSAfterTrimPerSocket, verdict(true, mem.RSSAfterTrimPerSocket <= goalRSSSocket, "goal <= 12 KiB"))
+		} else {
+			fmt.Fprintf(w, "hub RSS, trimmed    not measured: the hub returned no memory within %s (fewer sockets than --memory-trim-burst?)\n", trimWait)
+		}
 	} else {
 		fmt.Fprintf(w, "hub memory          not measured (run with -inproc)\n")
 	}

@@ -38,6 +38,9 @@ type Config struct {
 	Demo bool
 	// MetricsListen, when set, serves /metrics there and not on Listen.
 	MetricsListen string
+	// MemoryTrimBurst is how many new sockets make a burst whose garbage's memory is
+	// returned to the OS once it is over (trim.go); 0 never returns it.
+	MemoryTrimBurst int
 }
 
 // Development reports whether lockhub runs in development mode: chosen with --dev, or
@@ -103,6 +106,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Hub.ViewTTL, "presence-ttl", hub.DefaultViewTTL, "how long a socket's view of an entity lasts in Redis unless refreshed (every third of it): a dead instance's viewers go within about 4/3 of it")
 	fs.DurationVar(&c.Hub.InstanceTimeout, "instance-timeout", hub.DefaultInstanceTimeout, "an instance that has not refreshed its liveness record in this long is dead: the others release its sockets' locks after --release-grace")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "", "a separate address for /metrics, then served only there (empty: /metrics on --listen)")
+	fs.IntVar(&c.MemoryTrimBurst, "memory-trim-burst", DefaultMemoryTrimBurst, "after this many new sockets, once they stop coming (10s with under a tenth as many), return the free memory their set-up left to the OS (0: never)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
 }
 
@@ -147,6 +151,9 @@ func (s *settings) check() error {
 	}
 	if s.DemoRedisURL != "" && !s.DemoOn() {
 		errs = append(errs, s.Name("demo-redis-url", errors.New("is set but the demo is off: add --demo to serve it")))
+	}
+	if s.MemoryTrimBurst < 0 {
+		errs = append(errs, s.Name("memory-trim-burst", errors.New("must not be negative: 0 never returns a burst's memory")))
 	}
 	if s.MetricsListen != "" && s.MetricsListen == s.Listen && !strings.HasSuffix(s.Listen, ":0") {
 		errs = append(errs, s.Name("metrics-listen", errors.New("is the same address as --listen: leave it empty to serve /metrics there")))

@@ -270,6 +270,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			errc <- err
 		}
 	})
+	if cfg.MemoryTrimBurst > 0 {
+		tr := newTrimmer(h.Accepted, cfg.MemoryTrimBurst, trimQuiet, log, reg)
+		wg.Go(func() { tr.run(hubCtx) })
+	}
 	for i, s := range servers {
 		wg.Go(func() {
 			if err := s.Serve(listeners[i]); !errors.Is(err, http.ErrServerClosed) {
