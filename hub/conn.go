@@ -49,12 +49,10 @@ type conn struct {
 	limiter  *rate.Limiter
 	overRate struct{ first, last time.Time } // the current spell over the rate
 
-	// deadline closes with 4408 unless auth comes first, then with 4401 when the token
-	// runs out (see onDeadline): one timer for both, as they never overlap, since each
-	// timer an idle socket keeps costs it about 150 bytes (ISSUE 11). Set by run before
-	// reading; rearmed by the handler.
-	deadline *time.Timer
-	pingTime *time.Timer // starts the next heartbeat; set by run before reading
+	// timer fires at the earlier of closeAt and pingAt (onTimer): one timer for the
+	// socket's deadline and its heartbeat, since each timer an idle socket keeps costs
+	// it about 150 bytes of heap (ISSUE 11). Set by run before reading, under mu.
+	timer *time.Timer
 
 	mu        sync.Mutex
 	inbox     []inFrame                 // guarded by mu; frames read, waiting for the handler
@@ -74,7 +72,10 @@ type conn struct {
 	unread   bool      // frames were written since the last Pong: the client has data to read
 	late     bool      // of them, some were written after the waiting Ping
 	lastPong time.Time // when the last Pong came (or the socket opened)
-	expires  time.Time // guarded by mu; when the token runs out, TokenLeeway included
+	// closeAt closes the socket with 4408 unless auth comes first, then with 4401 when
+	// the token runs out, TokenLeeway included (a wall-clock time then: the token's).
+	closeAt time.Time // guarded by mu
+	pingAt  time.Time // guarded by mu; when the next heartbeat starts; zero while a Ping waits
 }
 
 // inFrame is one frame read from the client.
@@ -114,11 +115,12 @@ func (c *conn) run() {
 	defer c.h.connWG.Done()
 	// A larger frame closes with 1009: 16 KiB until the socket authenticates, then 64.
 	c.ws.SetReadLimit(protocol.MaxPreAuthFrameSize)
-	c.deadline = time.AfterFunc(c.h.cfg.AuthTimeout, c.onDeadline)
 	c.mu.Lock()
-	c.lastPong = time.Now()
+	now := time.Now()
+	c.lastPong = now
+	c.closeAt, c.pingAt = now.Add(c.h.cfg.AuthTimeout), now.Add(c.h.cfg.PingEvery)
+	c.timer = time.AfterFunc(min(c.h.cfg.AuthTimeout, c.h.cfg.PingEvery), c.onTimer)
 	c.mu.Unlock()
-	c.pingTime = time.AfterFunc(c.h.cfg.PingEvery, c.heartbeat)
 	c.readLoop()
 	c.teardown()
 }
@@ -127,9 +129,8 @@ func (c *conn) run() {
 // stops delivery to it, and hands its locks to the release timers, or, on a graceful
 // shutdown, detaches them at once without releasing them.
 func (c *conn) teardown() {
-	c.deadline.Stop()
-	c.pingTime.Stop()
 	c.mu.Lock()
+	c.timer.Stop()
 	c.finished = true
 	c.queue, c.pending, c.presented = nil, nil, nil
 	code := c.closeCode
@@ -176,7 +177,7 @@ func (c *conn) teardown() {
 // is closed as too slow a reader, 4429, its close frame queued behind what it has not
 // read; one that had nothing to read is a dead peer, cut without a close handshake (a
 // peer that does not answer a Ping does not answer a Close either). Either way its
-// locks follow the release grace. Run by pingTime.
+// locks follow the release grace. Run by onTimer.
 func (c *conn) heartbeat() {
 	c.mu.Lock()
 	if c.closeCode != 0 || c.finished || c.pinging {
@@ -206,7 +207,9 @@ func (c *conn) heartbeat() {
 		switch {
 		case err == nil:
 			if !late {
-				c.pingTime.Reset(c.h.cfg.PingEvery)
+				c.mu.Lock()
+				c.pingAtLocked(time.Now().Add(c.h.cfg.PingEvery))
+				c.mu.Unlock()
 			}
 		case errors.Is(err, context.DeadlineExceeded) && !c.closing():
 			c.h.met.limits.WithLabelValues(limitPong).Inc()
@@ -265,7 +268,52 @@ func (c *conn) armProbeLocked() {
 		return
 	}
 	c.probing = true
-	c.pingTime.Reset(max(time.Until(c.lastPong.Add(c.probeGap())), 0))
+	c.pingAtLocked(c.lastPong.Add(c.probeGap()))
+}
+
+// pingAtLocked starts the next heartbeat at t (now, if t has passed).
+func (c *conn) pingAtLocked(t time.Time) {
+	c.pingAt = t
+	c.armLocked()
+}
+
+// armLocked sets the timer for the earlier of closeAt and pingAt.
+func (c *conn) armLocked() {
+	next := c.closeAt
+	if !c.pingAt.IsZero() && (next.IsZero() || c.pingAt.Before(next)) {
+		next = c.pingAt
+	}
+	if !next.IsZero() && !c.finished {
+		c.timer.Reset(max(time.Until(next), 0))
+	}
+}
+
+// onTimer runs when the timer fires: it closes a socket past its closeAt (before auth
+// it took too long to authenticate, 4408; after it, its token ran out, 4401), starts a
+// heartbeat that is due, and rearms for what is left. A firing before either (it lost
+// a race with a rearm, or the wall clock of a token's exp lags the timer's monotonic
+// one) only rearms.
+func (c *conn) onTimer() {
+	c.mu.Lock()
+	now := time.Now()
+	closeDue := !c.closeAt.IsZero() && !now.Before(c.closeAt)
+	pingDue := !c.pingAt.IsZero() && !now.Before(c.pingAt)
+	if pingDue {
+		c.pingAt = time.Time{} // the heartbeat sets the next
+	}
+	if !closeDue {
+		c.armLocked()
+	}
+	authed := c.authed
+	c.mu.Unlock()
+	switch {
+	case closeDue && !authed:
+		c.closeWith(protocol.CloseAuthTimeout, reasonAuthTimeout)
+	case closeDue:
+		c.closeWith(protocol.CloseNotAuthenticated, reasonExpired)
+	case pingDue:
+		c.heartbeat()
+	}
 }
 
 // abort cuts the connection without a close handshake: for a Shutdown whose ctx ran out.

@@ -124,11 +124,11 @@ func (c *conn) authenticate(typ websocket.MessageType, data []byte) {
 	}
 	c.mu.Lock()
 	c.ident, c.authed = id, true
+	c.armExpiryLocked() // with authed: the auth deadline is gone as it stops applying
 	c.mu.Unlock()
 	c.h.pendingAuth.Add(-1) // teardown gives back the open place only
 	c.ws.SetReadLimit(protocol.MaxFrameSize)
 	c.limiter = rate.NewLimiter(rate.Limit(c.h.cfg.RateLimit), c.h.cfg.RateBurst)
-	c.armExpiry()
 	c.sendJSON(protocol.FrameWelcome, protocol.Welcome{
 		ConnectionID: c.id,
 		Tenant:       id.Tenant,
@@ -156,29 +156,14 @@ func (c *conn) verify(token string) (auth.Identity, error) {
 // armExpiry rearms the deadline to close the socket with 4401 TokenLeeway after its
 // token's exp, unless a refresh comes first. Handler only, once c.authed.
 func (c *conn) armExpiry() {
-	exp := c.ident.Expires.Add(c.h.cfg.TokenLeeway)
 	c.mu.Lock()
-	c.expires = exp
+	c.armExpiryLocked()
 	c.mu.Unlock()
-	c.deadline.Reset(time.Until(exp))
 }
 
-// onDeadline runs when the deadline fires: before auth the socket took too long to
-// authenticate (4408); after it, its token ran out (4401). A firing before the token's
-// deadline (it lost the race with a refresh, or the wall clock lags the timer's
-// monotonic one) rearms the timer for what is left.
-func (c *conn) onDeadline() {
-	c.mu.Lock()
-	authed, exp := c.authed, c.expires
-	c.mu.Unlock()
-	switch left := time.Until(exp); {
-	case !authed:
-		c.closeWith(protocol.CloseAuthTimeout, reasonAuthTimeout)
-	case left <= 0:
-		c.closeWith(protocol.CloseNotAuthenticated, reasonExpired)
-	default:
-		c.deadline.Reset(left)
-	}
+func (c *conn) armExpiryLocked() {
+	c.closeAt = c.ident.Expires.Add(c.h.cfg.TokenLeeway)
+	c.armLocked()
 }
 
 // frameLabel is the type label of a frame in metrics: its type when it decoded,
