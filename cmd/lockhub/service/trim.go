@@ -16,7 +16,7 @@ import (
 // what the sockets keep. Go's collector frees it, but its scavenger keeps freed memory
 // up to the heap goal (twice the live heap) for the next allocations. An instance whose
 // sockets then sit idle allocates little, and holds that memory for nothing: about
-// 14.6 KiB of RSS per idle socket at 10,000 instead of 11.8 (ISSUE 11, goal 12). So once a
+// 14 KiB of RSS per idle socket at 10,000 instead of 12 (ISSUE 11, goal 12). So once a
 // burst is over, lockhub returns the free memory to the OS, once: one collection and
 // one scavenge, a few tens of milliseconds of CPU for 10,000 sockets.
 
