@@ -68,7 +68,7 @@ type conn struct {
 	shut      atomic.Bool               // closeCode != 0, for the writer's check between frames
 	// The heartbeat, also a probe of reading (see probe): all guarded by mu.
 	pinging  bool      // a Ping waits for its Pong
-	probing  bool      // pingTime is armed early, for a probe
+	probing  bool      // pingAt is set early, for a probe
 	unread   bool      // frames were written since the last Pong: the client has data to read
 	late     bool      // of them, some were written after the waiting Ping
 	lastPong time.Time // when the last Pong came (or the socket opened)

@@ -22,11 +22,11 @@
 // ServeHTTP checks the Origin (403) and the subprotocol (400), upgrades, and hands the
 // socket to a goroutine of the hub's, the reader, and returns. The reader only reads:
 // frames go to a handler goroutine, started when a frame arrives and gone when none is
-// left, which answers them one at a time, in order. Answers and events go through a
-// bounded queue to a writer goroutine that likewise exists only while there is
-// something to write. An idle socket is thus one goroutine parked in a read, with a
-// small stack, and two timers: its heartbeat, and one for its auth timeout, then its
-// token's expiry.
+// left, which answers them one at a time, in order, and writes its own answers. Events
+// go through a bounded queue to a writer goroutine that likewise exists only while
+// there is something to write. An idle socket is thus one goroutine parked in a read,
+// with a small stack, and one timer: for its heartbeat, and for its auth timeout, then
+// its token's expiry.
 // A client that lets its send queue overflow is closed with 4429, so one slow reader
 // never slows the others or the feed; a frame that cannot be written within
 // WriteTimeout (a deadline on the connection) drops the socket too.
