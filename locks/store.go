@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,6 +91,9 @@ type Store struct {
 	auditCap int
 	amet     *auditMetrics
 	encoded  encodedValues // ListJSON's encodings of the values it read last
+	// foreign is foreignLock's head and tail for each lockable type, made once: every
+	// sweep and every snapshot read needs its type's.
+	foreign map[string][2]string
 }
 
 // NewStore returns a Store, or an error when cfg is invalid.
@@ -123,6 +125,11 @@ func NewStore(cfg Config) (*Store, error) {
 	}
 	if s.reg == nil {
 		s.reg, _ = NewRegistry() // the default list is valid
+	}
+	s.foreign = map[string][2]string{}
+	for _, t := range s.reg.Types() {
+		head, tail := foreignLock(t)
+		s.foreign[t] = [2]string{head, tail}
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -591,7 +598,8 @@ func (s *Store) Sweep(ctx context.Context, tenant, entityType string, every time
 // callers, and logged: one bad record must not hide the others.
 func (s *Store) sweepValues(ctx context.Context, tenant, entityType string, read bool, every time.Duration) ([]any, error) {
 	now := s.now()
-	head, tail := foreignLock(entityType)
+	ft := s.foreign[entityType] // every caller checked that the type is lockable
+	head, tail := ft[0], ft[1]
 	readArg := "0"
 	if read {
 		readArg = "1"
@@ -678,21 +686,6 @@ func (s *Store) foundChanges(reply any) {
 // wrote, which keeps no value copy: all the key says, its type and uid, with no holder.
 // It is cut where the uid goes.
 func foreignLock(entityType string) (head, tail string) {
-	if ht, ok := foreignLocks.Load(entityType); ok {
-		ht := ht.([2]string)
-		return ht[0], ht[1]
-	}
-	head, tail = encodeForeignLock(entityType)
-	foreignLocks.Store(entityType, [2]string{head, tail})
-	return head, tail
-}
-
-// foreignLocks holds foreignLock's answer for each entity type (a registry's few): a
-// sweep of every watched type each second, and every watch's snapshot read, would
-// encode it again each time.
-var foreignLocks sync.Map // entity type -> [2]string{head, tail}
-
-func encodeForeignLock(entityType string) (head, tail string) {
 	const uid = "\x00"
 	b, err := json.Marshal(protocol.Lock{EntityType: entityType, EntityUID: uid})
 	if err != nil {
