@@ -64,13 +64,9 @@ func (c *conn) handleLoop() {
 			c.inbox = nil
 			c.handling = false
 			c.room.Broadcast()
-			if len(c.queue) > 0 && !c.writing && c.closeCode == 0 && !c.finished {
-				// Queued by another goroutine since the last writeAnswers, for the
-				// handler to write: a writer writes it now.
-				c.writing = true
-				c.wg.Add(1)
-				go c.writeLoop()
-			}
+			// What another goroutine queued for the handler to write since the last
+			// writeAnswers: a writer writes it now.
+			c.startWriterLocked()
 			c.mu.Unlock()
 			return
 		}

@@ -16,9 +16,9 @@ import (
 // Anyone may queue a frame (the handler its answers, the feed its events, Run its
 // resync snapshots); none of them ever blocks or writes. The first frame queued on an
 // empty queue starts the writer goroutine, which writes until the queue is empty and
-// then exits, so an idle socket has no writer; an answer queued by the handler is
-// written by the handler itself once its request is done (writeAnswers). A queue that would grow past
-// Config.SendQueue means the client does not read fast enough: it is closed with 4429
+// then exits, so an idle socket has no writer; an answer queued while the handler runs
+// is written by the handler itself once its request is done (writeAnswers). A queue
+// that would grow past Config.SendQueue means the client does not read fast enough: it is closed with 4429
 // rather than dropping a lock event it would never know it missed (it reconnects and
 // takes a fresh snapshot). One frame that cannot be written within WriteTimeout drops
 // the socket the same way.
@@ -76,12 +76,20 @@ func (c *conn) pushLocked(watchType string, f outFrame) bool {
 		return false
 	}
 	c.queue = append(c.queue, f)
-	if !c.writing && !(c.handling && isAnswer(f.typ)) {
+	if !c.handling || !isAnswer(f.typ) {
+		c.startWriterLocked()
+	}
+	return true
+}
+
+// startWriterLocked starts the writer goroutine for the queued frames, unless one
+// writes already (or the handler writes in its stead). With c.mu held.
+func (c *conn) startWriterLocked() {
+	if !c.writing && len(c.queue) > 0 && c.closeCode == 0 && !c.finished {
 		c.writing = true
 		c.wg.Add(1)
 		go c.writeLoop()
 	}
-	return true
 }
 
 // isAnswer reports whether a frame of type t answers a request: queued while the
