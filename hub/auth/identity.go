@@ -104,15 +104,15 @@ func identityOf(payload []byte, c checks) (Identity, error) {
 		return Identity{}, unauthorized("claims: %v", err)
 	}
 	tok := jwt.New()
-	for _, c := range [...]struct {
+	for _, claim := range [...]struct {
 		name  string
 		value any
 	}{{jwt.IssuerKey, cl.iss}, {jwt.AudienceKey, cl.aud}, {jwt.ExpirationKey, cl.exp}, {jwt.NotBeforeKey, cl.nbf}, {jwt.IssuedAtKey, cl.iat}} {
-		if c.value == nil {
+		if claim.value == nil {
 			continue // absent
 		}
-		if err := tok.Set(c.name, c.value); err != nil {
-			return Identity{}, unauthorized("claim %q: %v", c.name, err)
+		if err := tok.Set(claim.name, claim.value); err != nil {
+			return Identity{}, unauthorized("claim %q: %v", claim.name, err)
 		}
 	}
 	if err := jwt.Validate(tok,
@@ -158,14 +158,15 @@ func readClaims(payload []byte, names ClaimNames) (claims, error) {
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 		return cl, errors.New("the payload is not a JSON object")
 	}
+	read := [...]string{jwt.IssuerKey, jwt.AudienceKey, jwt.ExpirationKey, jwt.NotBeforeKey, jwt.IssuedAtKey,
+		names.Tenant, names.OID, names.Name, names.Roles}
 	for d.PeekKind() != '}' {
 		tok, err := d.ReadToken()
 		if err != nil {
 			return cl, err
 		}
 		name := tok.String()
-		if !slices.Contains([]string{jwt.IssuerKey, jwt.AudienceKey, jwt.ExpirationKey, jwt.NotBeforeKey, jwt.IssuedAtKey,
-			names.Tenant, names.OID, names.Name, names.Roles}, name) {
+		if !slices.Contains(read[:], name) {
 			if err := d.SkipValue(); err != nil {
 				return cl, err
 			}
