@@ -245,6 +245,22 @@ func eval[T any](t *testing.T, tb *tab, js string) T {
 	return v
 }
 
+// checkAll evaluates each named check, a JS expression that must be true, and reports
+// each that is not; diag, when not empty, is evaluated and added to a report.
+func checkAll(t *testing.T, tb *tab, checks map[string]string, diag string) {
+	t.Helper()
+	for name, js := range checks {
+		if eval[bool](t, tb, js) {
+			continue
+		}
+		if diag != "" {
+			t.Errorf("%s: %s is false; %s", name, short(js), eval[string](t, tb, diag))
+		} else {
+			t.Errorf("%s: %s is false", name, short(js))
+		}
+	}
+}
+
 // run runs actions in the tab, failing the test on error.
 func run(t *testing.T, tb *tab, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()

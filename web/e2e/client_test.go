@@ -412,11 +412,7 @@ func TestClient(t *testing.T) {
 			"remaining time":           `lh.formatRemaining(65000) === '1:05' && lh.formatRemaining(-5) === '0:00' && lh.formatRemaining(3723000) === '1:02:03'`,
 			"banner text of the issue": `/^Locked by Ada Lovelace since \d\d:\d\d \(until \d\d:\d\d\)$/.test(lh.lockedByText({holderName: 'Ada Lovelace', acquiredAtUtc: '2026-12-02T09:15:00.123Z', expiresAtUtc: '2026-12-02T09:20:00.123Z'}))`,
 		}
-		for name, js := range checks {
-			if !eval[bool](t, e.tab, js) {
-				t.Errorf("%s: %s is false", name, short(js))
-			}
-		}
+		checkAll(t, e.tab, checks, "")
 	})
 
 	t.Run("AuthFirstThenRequestsQueuedUntilWelcome", func(t *testing.T) {
@@ -1024,11 +1020,7 @@ func TestClient(t *testing.T) {
 			"mine marked":      `document.querySelector('tr[data-uid=r-2]').classList.contains('lockhub-mine') && !document.querySelector('tr[data-uid=r-2]').classList.contains('lockhub-locked')`,
 			"one cell per row": `[...document.querySelectorAll('#grid tbody tr')].every((tr) => tr.querySelectorAll('[data-lockhub-cell]').length === 1)`,
 		}
-		for name, js := range checks {
-			if !eval[bool](t, e.tab, js) {
-				t.Errorf("%s: %s is false", name, short(js))
-			}
-		}
+		checkAll(t, e.tab, checks, "")
 		// A row added later is decorated, and events keep it live.
 		eval[bool](t, e.tab, `(document.querySelector('#grid tbody').insertAdjacentHTML('beforeend', '<tr data-uid="r-3"><td>r-3</td></tr>'), true)`)
 		c.send(t, event("Acquired", lock("r-3", "u-grace", "Grace Hopper", time.Minute), nil))

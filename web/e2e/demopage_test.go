@@ -91,10 +91,6 @@ func testDemoPageUnderStrictCSP(t *testing.T, browser context.Context) {
 		"the lock icon drawn": `(() => { const h = document.querySelector('tr[data-uid=r-1002] .lockhub-holder');
 			return getComputedStyle(h, '::before').backgroundImage.includes('/demo/lock.svg'); })()`,
 	}
-	for name, js := range checks {
-		if !eval[bool](t, tb, js) {
-			t.Errorf("%s: %s is false", name, short(js))
-		}
-	}
+	checkAll(t, tb, checks, "")
 	noConsole(t, tb, "a fault", isFault)
 }

@@ -87,11 +87,7 @@ func TestPresenceClient(t *testing.T) {
 			"the holder's notice":         `/^Grace Hopper asks you to finish \(\d\d:\d\d\)$/.test(lh.nudgeText('Grace Hopper', '2026-12-02T09:15:00.123Z'))`,
 			"a notice without a time":     `lh.nudgeText('Grace Hopper', 'soon') === 'Grace Hopper asks you to finish'`,
 		}
-		for name, js := range checks {
-			if !eval[bool](t, e.tab, js) {
-				t.Errorf("%s: %s is false", name, short(js))
-			}
-		}
+		checkAll(t, e.tab, checks, "")
 	})
 
 	// Grace opens a request Ada holds, with Edsger on it too: she sees Ada editing and
@@ -114,11 +110,7 @@ func TestPresenceClient(t *testing.T) {
 			"no notice for her":        `document.querySelector('[data-testid=lock-nudged]').hidden`,
 			"no style attribute":       `document.querySelectorAll('[style]').length === 0`,
 		}
-		for name, js := range checks {
-			if !eval[bool](t, e.tab, js) {
-				t.Errorf("%s: %s is false; %s", name, short(js), eval[string](t, e.tab, `JSON.stringify(`+presenceDiag+`)`))
-			}
-		}
+		checkAll(t, e.tab, checks, `JSON.stringify(`+presenceDiag+`)`)
 
 		click(t, e.tab, "lock-nudge")
 		req := c.waitFrame(t, "nudge", 2*time.Second)
