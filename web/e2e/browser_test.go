@@ -261,16 +261,6 @@ func checkAll(t *testing.T, tb *tab, checks map[string]string, diag string) {
 	}
 }
 
-// run runs actions in the tab, failing the test on error.
-func run(t *testing.T, tb *tab, what string, actions ...chromedp.Action[chromedp.Void]) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, 15*time.Second)
-	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
-		t.Fatalf("e2e: %s: %s: %v", tb.name, what, err)
-	}
-}
-
 // waitFor polls a JavaScript predicate in the tab until it is truthy or timeout
 // passes; on timeout it fails the test, showing diag (a JavaScript expression
 // evaluated for the message). It returns how long the wait took.
@@ -299,9 +289,32 @@ func waitFor(t *testing.T, tb *tab, what, predicate string, timeout time.Duratio
 }
 
 // click clicks the element with data-testid id, as a user with a mouse would.
+//
+// A live event may redraw the element between chromedp's query and its click (a grid
+// row re-rendered on Acquired); the click then finds its node gone. click queries
+// again and clicks the redrawn element, as a person would, for up to 15 s.
 func click(t *testing.T, tb *tab, testid string) {
 	t.Helper()
-	run(t, tb, "click "+testid, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-testid=%q]`, testid))))
+	ctx, cancel := context.WithTimeout(tb.ctx, 15*time.Second)
+	defer cancel()
+	for {
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`[data-testid=%q]`, testid))))
+		if err == nil {
+			return
+		}
+		if !nodeGone(err) || ctx.Err() != nil {
+			t.Fatalf("e2e: %s: click %s: %v", tb.name, testid, err)
+		}
+	}
+}
+
+// nodeGone reports whether err is the browser saying a queried node left the
+// document before the action on it ran.
+func nodeGone(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Could not find node with given id") ||
+		strings.Contains(s, "Node is detached from document") ||
+		strings.Contains(s, "No node with given id found")
 }
 
 // testid is the CSS selector of a data-testid, quoted for JavaScript.
