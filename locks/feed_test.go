@@ -77,8 +77,9 @@ func (r *recorder) of(tenant, uid string) []protocol.LockEvent {
 }
 
 // runFeed runs s's feed into a new recorder until the test ends, and waits until it
-// is subscribed: it claims and releases a probe entity until the feed sees it.
-func runFeed(t *testing.T, s *Store, via *Store, tenant string) *recorder {
+// is subscribed for each of tenants: it claims and releases a probe entity of each
+// until the feed sees it.
+func runFeed(t *testing.T, s *Store, via *Store, tenants ...string) *recorder {
 	t.Helper()
 	rec := &recorder{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -88,12 +89,16 @@ func runFeed(t *testing.T, s *Store, via *Store, tenant string) *recorder {
 		s.RunFeed(ctx, rec)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	probe := Ref{tenant, "ApprovalRequest", "probe"}
-	redistest.Eventually(t, "the feed is subscribed", func() bool {
-		via.Claim(ctx, probe, ada, "")
-		via.Release(ctx, probe, ada, "")
-		return len(rec.of(tenant, "probe")) > 0
-	})
+	// On a cluster each master's channels have a connection of their own: every
+	// tenant's is probed.
+	for _, tenant := range tenants {
+		probe := Ref{tenant, "ApprovalRequest", "probe"}
+		redistest.Eventually(t, "the feed of "+tenant+" is subscribed", func() bool {
+			via.Claim(ctx, probe, ada, "")
+			via.Release(ctx, probe, ada, "")
+			return len(rec.of(tenant, "probe")) > 0
+		})
+	}
 	return rec
 }
 
