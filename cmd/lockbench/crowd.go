@@ -30,8 +30,9 @@ import (
 // authenticate and watch again. Measured: the time until all are watching on B, the
 // Redis commands the crowd cost (INFO stats total_commands_processed on -redis-url),
 // and the same crowd without the watch (connect and auth alone) on B, before and after,
-// as the baseline of the ratio; and this process's CPU time over each (getrusage: the
-// hubs', the clients being in the child), per socket.
+// as the baseline of the ratio; and the CPU time over each (getrusage), per socket, of
+// this process (the hubs') and of the child (the clients': they share the machine's
+// cores with the hubs, so what they spend slows the crowd too).
 //
 // The clients run in a child process (-child): a process holds at most the file limit
 // of sockets, and the hubs hold as many as the clients.
@@ -44,6 +45,8 @@ type crowdPhase struct {
 	Seconds float64 `json:"seconds"`
 	Failed  int     `json:"failed"`
 	Closes  int     `json:"closes"` // AWAIT: sockets the hub closed with 1001
+	// CPUSeconds is the clients' process CPU over an OPEN (getrusage).
+	CPUSeconds float64 `json:"cpuSeconds"`
 }
 
 // rate is the phase's sockets a second.
@@ -275,6 +278,12 @@ func (m *Main) reportCrowd(b *inprocHub, r crowdResult) {
 		fmt.Fprintf(w, "hub CPU per socket  %.0f µs for connect + auth + watch, %.0f µs for connect + auth alone: %.2f\n",
 			crowdCPU, baseCPU, crowdCPU/baseCPU)
 	}
+	// In a test the clients share the hubs' process: their CPU is not theirs alone.
+	if base := r.base1.CPUSeconds + r.base2.CPUSeconds; base > 0 && !m.crowdInProcess {
+		crowdCPU, baseCPU := r.crowd.CPUSeconds*1e6/float64(n), base*1e6/float64(2*n)
+		fmt.Fprintf(w, "client CPU          %.0f µs per socket for connect + auth + watch, %.0f µs for connect + auth alone: %.2f\n",
+			crowdCPU, baseCPU, crowdCPU/baseCPU)
+	}
 	fmt.Fprintf(w, "redis commands      %d during the crowd (%.2f per socket), %d during connect+auth alone\n",
 		r.crowdCmds, float64(r.crowdCmds)/float64(n), r.baseCmds)
 	fmt.Fprintf(w, "list operations     %.0f during the crowd, %.0f during connect+auth alone (B's lockhub_store_operations_total{op=\"list\"})\n",
@@ -405,7 +414,9 @@ func runCrowdClients(ctx context.Context, o options, in io.Reader, out io.Writer
 		case len(f) == 4 && f[0] == "OPEN":
 			cl := &client{url: f[1], tokenURL: f[2], tenant: o.tenant, typ: o.entityType, http: hc}
 			var opened []*crowdSocket
+			cpu0 := processCPU()
 			p, opened, err = openCrowd(ctx, cl, o.watchers, o.dialers, f[3] == "1")
+			p.CPUSeconds = (processCPU() - cpu0).Seconds()
 			socks = append(socks, opened...)
 		case len(f) == 1 && f[0] == "AWAIT":
 			start := time.Now()
