@@ -343,3 +343,55 @@ func TestSnapshotFrameBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthPipelined: a client may send its requests right after its auth, without
+// waiting for the welcome (a page re-watching after a reconnect saves a round trip):
+// they are answered in order after the welcome. After a bad token none is answered:
+// the socket closes with 4401.
+func TestAuthPipelined(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	dial := func() *rawSocket {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		ws, _, err := websocket.Dial(ctx, th.url, &websocket.DialOptions{Subprotocols: []string{protocol.Subprotocol}})
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		t.Cleanup(func() { _ = ws.CloseNow() })
+		return &rawSocket{t, ws}
+	}
+
+	s := dial()
+	s.send(map[string]string{"type": "auth", "token": th.token("acme", "u-ada")})
+	s.send(map[string]string{"id": "w", "type": "watch", "entityType": typ})
+	s.send(map[string]string{"id": "c", "type": "claim", "entityType": typ, "entityUid": "r-1"})
+	if f := s.next(); f.Type != protocol.FrameWelcome {
+		t.Fatalf("first answer %s, want the welcome", f.Type)
+	}
+	if f := s.next(); f.Type != protocol.FrameSnapshot || f.ID != "w" {
+		t.Fatalf("second answer %s %q, want the snapshot of the watch", f.Type, f.ID)
+	}
+	// The claim's answer and its own event, in either order.
+	got := map[protocol.FrameType]bool{}
+	for range 2 {
+		got[s.next().Type] = true
+	}
+	if !got[protocol.FrameResult] || !got[protocol.FrameLock] {
+		t.Fatalf("after the snapshot got %v, want the claim's result and its event", got)
+	}
+
+	bad := dial()
+	token := th.token("acme", "u-mallory")
+	forged := token[:len(token)-4] + "AAAA" // the signature's end changed
+	if forged == token {
+		forged = token[:len(token)-4] + "BBBB"
+	}
+	bad.send(map[string]string{"type": "auth", "token": forged})
+	bad.send(map[string]string{"id": "w", "type": "watch", "entityType": typ})
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	_, data, err := bad.ws.Read(ctx)
+	if code := websocket.CloseStatus(err); code != protocol.CloseNotAuthenticated {
+		t.Fatalf("a forged token followed by a watch: read %s, %v; want close 4401 and nothing else", data, err)
+	}
+}
