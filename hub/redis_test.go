@@ -27,6 +27,7 @@ func TestRedisRestart(t *testing.T) {
 	rdb := redis.NewClient(o)
 	t.Cleanup(func() { _ = rdb.Close() })
 	th := startHub(t, rdb, hubOptions{store: func(c *locks.Config) { c.Timeout = 500 * time.Millisecond }})
+	th.waitFeed("acme") // the first event below needs the feed listening
 	ctx := tctx(t)
 
 	w, _ := th.dial("acme", "u-w")
