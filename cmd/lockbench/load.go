@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,11 +33,13 @@ type loadResult struct {
 	Received      int64   `json:"received"`        // events they got
 	Lost          int64   `json:"lost"`            // Expected - Received
 	Dropped       uint64  `json:"dropped"`         // events a client queue dropped (in Lost)
-	ClosedEarly   int     `json:"closedEarly"`     // watchers the hub closed during the run
+	ClosedEarly   int     `json:"closedEarly"`     // watchers that ended during the run
 	LoadSeconds   float64 `json:"loadSeconds"`     // from the first claim to the last event
 	PeakEventRate float64 `json:"eventsPerSecond"` // frames delivered per second, all watchers
 
 	Floor *floorResult `json:"floor,omitempty"` // the machine's fan-out floor, measured first
+
+	ClosedHow map[string]int `json:"closedHow,omitempty"` // the early ends by how: a close code, or "cut"
 }
 
 // client makes sockets and tokens for one hub.
@@ -95,6 +98,10 @@ type run struct {
 
 	received atomic.Int64
 	expected atomic.Int64
+	// ending is set when the run closes its watchers: a socket ending after it ended by
+	// the run's own close, however that close went (a handshake cut short by the load
+	// of ten thousand closes at once is not the hub closing early).
+	ending atomic.Bool
 }
 
 func newRun(cl *client) *run {
@@ -110,7 +117,8 @@ type watcher struct {
 	ws     *websocket.Conn
 	lat    []time.Duration // claim-to-Acquired; owned by the reader goroutine until done
 	got    int64           // events of the run received; likewise
-	closed bool            // the hub closed the socket before the end of the run
+	closed bool            // the socket ended before the run closed it
+	how    string          // how it ended, when closed: the close code, or "cut" without one
 	done   chan struct{}
 }
 
@@ -208,13 +216,17 @@ func (r *run) read(w *watcher) {
 	prefix := []byte(`"entityUid":"` + r.prefix)
 	for {
 		_, rd, err := w.ws.Reader(context.Background()) // ends when the socket closes
-		if err != nil {
-			w.closed = websocket.CloseStatus(err) != websocket.StatusNormalClosure
-			return
+		if err == nil {
+			buf.Reset()
+			_, err = buf.ReadFrom(rd)
 		}
-		buf.Reset()
-		if _, err := buf.ReadFrom(rd); err != nil {
-			w.closed = true
+		if err != nil {
+			w.closed = !r.ending.Load()
+			if code := websocket.CloseStatus(err); code != -1 {
+				w.how = strconv.Itoa(int(code))
+			} else {
+				w.how = "cut"
+			}
 			return
 		}
 		b := buf.Bytes()
@@ -376,6 +388,7 @@ func (cl *client) load(ctx context.Context, o options, ready func(watchers int) 
 	}
 	tick.Stop()
 	res.LoadSeconds = time.Since(loadStart).Seconds()
+	r.ending.Store(true)
 	closeWatchers(ws)
 	closed := 0
 	var lat []time.Duration
@@ -383,6 +396,10 @@ func (cl *client) load(ctx context.Context, o options, ready func(watchers int) 
 		lat = append(lat, w.lat...)
 		if w.closed {
 			closed++
+			if res.ClosedHow == nil {
+				res.ClosedHow = map[string]int{}
+			}
+			res.ClosedHow[w.how]++
 		}
 	}
 	res.EventLatency = summarize(lat)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,8 +33,8 @@ func (m *Main) report(md mode, ratio *ratioResult, mem *memResult, res loadResul
 	fmt.Fprintf(w, "claim latency       %s\n", res.ClaimLatency)
 	fmt.Fprintf(w, "claim-to-event      %s%s\n", res.EventLatency,
 		verdict(res.Watchers >= goalWatchers, res.EventLatency.P99 < goalEventP99Ms, fmt.Sprintf("goal p99 < %d ms with %d watchers", goalEventP99Ms, goalWatchers)))
-	fmt.Fprintf(w, "events              %d expected, %d received, %d lost, %d watchers closed early by the hub%s\n",
-		res.Expected, res.Received, res.Lost, res.ClosedEarly, verdict(true, res.Lost == 0, "goal 0 lost"))
+	fmt.Fprintf(w, "events              %d expected, %d received, %d lost, %d watchers ended early%s%s\n",
+		res.Expected, res.Received, res.Lost, res.ClosedEarly, closedHow(res.ClosedHow), verdict(true, res.Lost == 0, "goal 0 lost"))
 	fmt.Fprintf(w, "delivery rate       %.0f events/s to all watchers over %.1fs\n", res.PeakEventRate, res.LoadSeconds)
 	if f := res.Floor; f != nil {
 		fmt.Fprintf(w, "machine floor       one 300-byte write to each of %d loopback TCP sockets, read at the other end, no hub: %.1f ms (%.1f us a socket; %d sockets: ~%.0f ms)\n",
@@ -109,4 +111,16 @@ func hubCounters(reg *prometheus.Registry) map[string]float64 {
 		"delivered":   gauge(reg, "lockhub_hub_events_delivered_total"),
 		"failopen":    gauge(reg, "lockhub_store_fail_open_total"),
 	}
+}
+
+// closedHow lists how watchers ended early, " (4429: 3, cut: 1)", or "" when none did.
+func closedHow(how map[string]int) string {
+	if len(how) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(how)) {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, how[k]))
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
