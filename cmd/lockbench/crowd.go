@@ -37,8 +37,8 @@ import (
 // The clients run in a child process (-child): a process holds at most the file limit
 // of sockets, and the hubs hold as many as the clients.
 
-// crowdLocks is how many locks of the type the snapshots carry.
-const crowdLocks = 20
+// maxSnapshotLocks bounds -snapshot-locks: a snapshot of 1,000 locks is about 200 KiB.
+const maxSnapshotLocks = 1000
 
 // crowdPhase is one crowd: n sockets opened at once.
 type crowdPhase struct {
@@ -100,7 +100,7 @@ func (m *Main) runCrowd(ctx context.Context) error {
 	// Locks for the snapshots, released at the end.
 	prefix := "lbc-" + strings.ToLower(randText(6)) + "-"
 	holder := protocol.Holder{OID: "u-lockbench-crowd", Name: "lockbench crowd"}
-	for i := range crowdLocks {
+	for i := range o.snapshotLocks {
 		ref := locks.Ref{Tenant: o.tenant, Type: o.entityType, UID: prefix + strconv.Itoa(i)}
 		if _, err := a.store.Claim(ctx, ref, holder, "lockbench"); err != nil {
 			return err
@@ -255,7 +255,7 @@ func (m *Main) reportCrowd(b *inprocHub, r crowdResult) {
 	fmt.Fprintf(w, "target: 2 in-process hubs on %s, clients in a child process, %d dialers; GOMAXPROCS %d\n\n",
 		b.redis, r.dialers, runtime.GOMAXPROCS(0))
 	n := r.watchers
-	fmt.Fprintf(w, "watchers            %d, a snapshot of %d locks each\n", n, crowdLocks)
+	fmt.Fprintf(w, "watchers            %d, a snapshot of %d locks each\n", n, m.opt.snapshotLocks)
 	fmt.Fprintf(w, "setup on A          %.3fs  %.0f sockets/s (connect + auth + watch)\n", r.setupA.Seconds, r.setupA.rate(n))
 	fmt.Fprintf(w, "A going away        %.3fs until all %d sockets saw their close (%d with 1001)\n", r.goneA.Seconds, n, r.goneA.Closes)
 	base := (r.base1.Seconds + r.base2.Seconds) / 2

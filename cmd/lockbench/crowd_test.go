@@ -15,14 +15,14 @@ func TestCrowdRun(t *testing.T) {
 	srv := redistest.StartServer(t)
 	var out, errOut bytes.Buffer
 	m := &Main{Stdout: &out, Stderr: &errOut, crowdInProcess: true}
-	if err := m.ParseFlags([]string{"-mode", "crowd", "-redis-url", srv.URL(), "-watchers", "50", "-dialers", "8", "-timeout", "1m"}); err != nil {
+	if err := m.ParseFlags([]string{"-mode", "crowd", "-redis-url", srv.URL(), "-watchers", "50", "-dialers", "8", "-timeout", "1m", "-snapshot-locks", "3"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
 	report := out.String()
-	for _, want := range []string{"watchers            50", "(50 with 1001)", "until all 50 watch again", "crowd / connect", "redis commands"} {
+	for _, want := range []string{"watchers            50, a snapshot of 3 locks each", "(50 with 1001)", "until all 50 watch again", "crowd / connect", "redis commands"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
@@ -37,5 +37,11 @@ func TestParseCrowdFlags(t *testing.T) {
 	}
 	if err := m.ParseFlags([]string{"-mode", "crowd", "-redis-url", "redis://127.0.0.1:6390/0"}); err != nil {
 		t.Fatal(err)
+	}
+	for _, bad := range []string{"-1", "1001"} {
+		err := m.ParseFlags([]string{"-mode", "crowd", "-redis-url", "redis://127.0.0.1:6390/0", "-snapshot-locks", bad})
+		if err == nil || !strings.Contains(err.Error(), "snapshot-locks") {
+			t.Errorf("-snapshot-locks %s: %v, want an error naming the flag", bad, err)
+		}
 	}
 }

@@ -68,6 +68,9 @@ type options struct {
 	entities   int
 	changes    int
 	changeRate float64
+
+	// -mode crowd
+	snapshotLocks int
 }
 
 // Bounds of the flags: the tool never opens more than this.
@@ -118,6 +121,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&o.entities, "entities", 200, "with -mode foreign: entities the .NET writer changes")
 	fs.IntVar(&o.changes, "changes", 500, "with -mode foreign: changes (a claim or a release) the .NET writer makes")
 	fs.Float64Var(&o.changeRate, "change-rate", 25, "with -mode foreign: changes a second, at random moments")
+	fs.IntVar(&o.snapshotLocks, "snapshot-locks", 20, "with -mode crowd: locks of the type, held through the run, that every snapshot carries")
 	lookup := m.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -168,8 +172,11 @@ func (m *Main) ParseFlags(args []string) error {
 				2*o.changeRate*entityGap.Seconds(), o.changeRate, entityGap))
 		}
 	} else if o.mode == modeCrowd {
-		if o.redisURL == "" {
+		switch {
+		case o.redisURL == "":
 			return p.Name("redis-url", errCrowdRedis)
+		case o.snapshotLocks < 0 || o.snapshotLocks > maxSnapshotLocks:
+			return p.Name("snapshot-locks", fmt.Errorf("must be 0 to %d", maxSnapshotLocks))
 		}
 	} else if o.mode != modeLoad {
 		return p.Name("mode", fmt.Errorf("must be %s, %s or %s", modeLoad, modeForeign, modeCrowd))
