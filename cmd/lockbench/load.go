@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -180,23 +182,7 @@ func (cl *client) watch(ctx context.Context, token string) (*websocket.Conn, err
 		if err := ws.Write(dctx, websocket.MessageText, b); err != nil {
 			return err
 		}
-		_, data, err := ws.Read(dctx)
-		if err != nil {
-			return err
-		}
-		// The answer's type only, not its locks: a browser decodes its snapshot on its
-		// own machine, and a full decode here (about four times the hub's cost of the
-		// frame) would bill the clients' CPU, on the same two cores, to the hub.
-		var f struct {
-			Type protocol.FrameType `json:"type"`
-		}
-		if err := json.Unmarshal(data, &f); err != nil {
-			return err
-		}
-		if f.Type != want {
-			return fmt.Errorf("got %.200s, want a %s frame", data, want)
-		}
-		return nil
+		return readFrameType(dctx, ws, want)
 	}
 	if err := exchange(protocol.Request{Type: protocol.FrameAuth, Token: token}, protocol.FrameWelcome); err != nil {
 		_ = ws.CloseNow()
@@ -207,6 +193,61 @@ func (cl *client) watch(ctx context.Context, token string) (*websocket.Conn, err
 		return nil, err
 	}
 	return ws, nil
+}
+
+// answerBufs recycles the buffers readFrameType reads answers into.
+var answerBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// readFrameType reads one message and checks that it is a frame of type want. It
+// decodes the frame's members only up to "type", not its locks: a browser decodes its
+// snapshot on its own machine, and a full decode here (a 4 KiB snapshot costs the
+// clients more than the hub's whole watch) would bill the clients' CPU, on the same
+// two cores, to the hub. The rest is still read off the socket.
+func readFrameType(ctx context.Context, ws *websocket.Conn, want protocol.FrameType) error {
+	_, r, err := ws.Reader(ctx)
+	if err != nil {
+		return err
+	}
+	buf := answerBufs.Get().(*bytes.Buffer)
+	defer answerBufs.Put(buf)
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		return err
+	}
+	got, err := leadingType(buf.Bytes())
+	if err != nil {
+		return fmt.Errorf("%w: %.200s", err, buf.Bytes())
+	}
+	if got != want {
+		return fmt.Errorf("got %.200s, want a %s frame", buf.Bytes(), want)
+	}
+	return nil
+}
+
+// leadingType reads a JSON object's members until its "type" and returns that string.
+func leadingType(b []byte) (protocol.FrameType, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return "", errors.New("not a JSON object")
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return "", err
+		}
+		if name.String() != "type" {
+			if err := dec.SkipValue(); err != nil {
+				return "", err
+			}
+			continue
+		}
+		v, err := dec.ReadToken()
+		if err != nil || v.Kind() != '"' {
+			return "", errors.New(`"type" is not a string`)
+		}
+		return protocol.FrameType(v.String()), nil
+	}
+	return "", errors.New(`no "type" member`)
 }
 
 // read records the run's events of one watcher until its socket closes.

@@ -18,6 +18,7 @@ import (
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/locks/redistest"
+	"github.com/lockhub/lockhub/protocol"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -180,6 +181,25 @@ func TestForeignRun(t *testing.T) {
 	for _, want := range []string{"1 per instance", "12 by the .NET scripts", "instance 0: p50", "instance 1: p50", "(n=24)", "mismatches          0"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+}
+
+// TestLeadingType: the clients' check of an answer's type reads a frame's members up
+// to "type" wherever it stands, and refuses what is not a frame.
+func TestLeadingType(t *testing.T) {
+	for in, want := range map[string]protocol.FrameType{
+		`{"id":"w","type":"snapshot","entityType":"ApprovalRequest","locks":[{"entityUid":"r-1"}]}`: protocol.FrameSnapshot,
+		`{"locks":[{"type":"lock"}],"id":"w","type":"snapshot"}`:                                    protocol.FrameSnapshot,
+		`{"type":"welcome","holder":{"oid":"u-1"}}`:                                                 protocol.FrameWelcome,
+	} {
+		if got, err := leadingType([]byte(in)); err != nil || got != want {
+			t.Errorf("leadingType(%s) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{``, `[]`, `"snapshot"`, `{}`, `{"id":"w"}`, `{"type":7}`, `{"type":null}`, `{"id":}`, `{"id":"w",`} {
+		if got, err := leadingType([]byte(bad)); err == nil {
+			t.Errorf("leadingType(%s) = %q, want an error", bad, got)
 		}
 	}
 }
