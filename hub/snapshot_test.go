@@ -72,6 +72,17 @@ type rawSocket struct {
 
 func (th *testHub) dialOrdered(tenant, oid string) *rawSocket {
 	th.t.Helper()
+	s := th.dialUnauthed()
+	s.send(map[string]string{"type": "auth", "token": th.token(tenant, oid)})
+	if f := s.next(); f.Type != protocol.FrameWelcome {
+		th.t.Fatalf("auth answered %s", f.Type)
+	}
+	return s
+}
+
+// dialUnauthed opens a rawSocket that has sent nothing yet.
+func (th *testHub) dialUnauthed() *rawSocket {
+	th.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, th.url, &websocket.DialOptions{Subprotocols: []string{protocol.Subprotocol}})
@@ -80,12 +91,7 @@ func (th *testHub) dialOrdered(tenant, oid string) *rawSocket {
 	}
 	ws.SetReadLimit(16 << 20)
 	th.t.Cleanup(func() { _ = ws.CloseNow() }) // the test is over; no handshake needed
-	s := &rawSocket{th.t, ws}
-	s.send(map[string]string{"type": "auth", "token": th.token(tenant, oid)})
-	if f := s.next(); f.Type != protocol.FrameWelcome {
-		th.t.Fatalf("auth answered %s", f.Type)
-	}
-	return s
+	return &rawSocket{th.t, ws}
 }
 
 func (s *rawSocket) send(v any) {
@@ -350,18 +356,7 @@ func TestSnapshotFrameBytes(t *testing.T) {
 // the socket closes with 4401.
 func TestAuthPipelined(t *testing.T) {
 	th := startMini(t, hubOptions{})
-	dial := func() *rawSocket {
-		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-		defer cancel()
-		ws, _, err := websocket.Dial(ctx, th.url, &websocket.DialOptions{Subprotocols: []string{protocol.Subprotocol}})
-		if err != nil {
-			t.Fatalf("dial: %v", err)
-		}
-		t.Cleanup(func() { _ = ws.CloseNow() })
-		return &rawSocket{t, ws}
-	}
-
-	s := dial()
+	s := th.dialUnauthed()
 	s.send(map[string]string{"type": "auth", "token": th.token("acme", "u-ada")})
 	s.send(map[string]string{"id": "w", "type": "watch", "entityType": typ})
 	s.send(map[string]string{"id": "c", "type": "claim", "entityType": typ, "entityUid": "r-1"})
@@ -380,7 +375,7 @@ func TestAuthPipelined(t *testing.T) {
 		t.Fatalf("after the snapshot got %v, want the claim's result and its event", got)
 	}
 
-	bad := dial()
+	bad := th.dialUnauthed()
 	token := th.token("acme", "u-mallory")
 	forged := token[:len(token)-4] + "AAAA" // the signature's end changed
 	if forged == token {

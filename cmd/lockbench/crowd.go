@@ -506,29 +506,4 @@ func closeCrowd(socks []*crowdSocket) {
 	}
 }
 
-// connect opens a raw socket and authenticates it, and watches the type when watch.
-func (cl *client) connect(ctx context.Context, token string, watch bool) (*websocket.Conn, error) {
-	if watch {
-		return cl.watch(ctx, token)
-	}
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	ws, _, err := websocket.Dial(dctx, cl.url, &websocket.DialOptions{HTTPClient: cl.http, Subprotocols: []string{protocol.Subprotocol}})
-	if err != nil {
-		return nil, err
-	}
-	b, _ := json.Marshal(protocol.Request{Type: protocol.FrameAuth, Token: token}) // strings only
-	if err := ws.Write(dctx, websocket.MessageText, b); err != nil {
-		_ = ws.CloseNow()
-		return nil, err
-	}
-	// The welcome is checked as cl.watch checks it: the two sides of the ratio differ
-	// by the watch alone.
-	if err := readFrameType(dctx, ws, protocol.FrameWelcome); err != nil {
-		_ = ws.CloseNow()
-		return nil, err
-	}
-	return ws, nil
-}
-
 var errCrowdRedis = errors.New("-mode crowd runs its two hubs on one real Redis: give -redis-url")

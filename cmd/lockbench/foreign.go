@@ -120,7 +120,7 @@ func (m *Main) foreign(ctx context.Context, hubs []*inprocHub, net redistest.Dot
 			return res, err
 		}
 		for range o.watchers {
-			conn, err := cl.watch(ctx, tok)
+			conn, err := cl.connect(ctx, tok, true)
 			if err != nil {
 				return res, fmt.Errorf("instance %d: %w", i, err)
 			}

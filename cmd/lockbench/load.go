@@ -116,12 +116,11 @@ func newRun(cl *client) *run {
 // reader goroutine, a JSON decode and a channel hop per event) would measure the
 // clients, not the hub.
 type watcher struct {
-	ws     *websocket.Conn
-	lat    []time.Duration // claim-to-Acquired; owned by the reader goroutine until done
-	got    int64           // events of the run received; likewise
-	closed bool            // the socket ended before the run closed it
-	how    string          // how it ended, when closed: the close code, or "cut" without one
-	done   chan struct{}
+	ws    *websocket.Conn
+	lat   []time.Duration // claim-to-Acquired; owned by the reader goroutine until done
+	got   int64           // events of the run received; likewise
+	early string          // how it ended, if before the run closed it: the close code, or "cut"
+	done  chan struct{}
 }
 
 // openWatchers opens n sockets that watch the run's type, dialers at a time, each read
@@ -143,7 +142,7 @@ func (r *run) openWatchers(ctx context.Context, n, dialers int) ([]*watcher, err
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			conn, err := r.cl.watch(ctx, token)
+			conn, err := r.cl.connect(ctx, token, true)
 			if err != nil {
 				mu.Lock()
 				if firstErr == nil {
@@ -168,8 +167,10 @@ func (r *run) openWatchers(ctx context.Context, n, dialers int) ([]*watcher, err
 	return ws, nil
 }
 
-// watch opens a raw socket, authenticates it and watches the run's type.
-func (cl *client) watch(ctx context.Context, token string) (*websocket.Conn, error) {
+// connect opens a raw socket and authenticates it, and watches the run's type when
+// watch. Both kinds are made by the same steps, so that the crowd's two sides differ
+// by the watch alone.
+func (cl *client) connect(ctx context.Context, token string, watch bool) (*websocket.Conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ws, _, err := websocket.Dial(dctx, cl.url, &websocket.DialOptions{HTTPClient: cl.http, Subprotocols: []string{protocol.Subprotocol}})
@@ -178,17 +179,17 @@ func (cl *client) watch(ctx context.Context, token string) (*websocket.Conn, err
 	}
 	ws.SetReadLimit(16 << 20) // a snapshot grows with its locks
 	exchange := func(req protocol.Request, want protocol.FrameType) error {
-		b, _ := json.Marshal(req)
+		b, _ := json.Marshal(req) // strings only
 		if err := ws.Write(dctx, websocket.MessageText, b); err != nil {
 			return err
 		}
 		return readFrameType(dctx, ws, want)
 	}
-	if err := exchange(protocol.Request{Type: protocol.FrameAuth, Token: token}, protocol.FrameWelcome); err != nil {
-		_ = ws.CloseNow()
-		return nil, err
+	err = exchange(protocol.Request{Type: protocol.FrameAuth, Token: token}, protocol.FrameWelcome)
+	if err == nil && watch {
+		err = exchange(protocol.Request{ID: "w", Type: protocol.FrameWatch, EntityType: cl.typ}, protocol.FrameSnapshot)
 	}
-	if err := exchange(protocol.Request{ID: "w", Type: protocol.FrameWatch, EntityType: cl.typ}, protocol.FrameSnapshot); err != nil {
+	if err != nil {
 		_ = ws.CloseNow()
 		return nil, err
 	}
@@ -262,11 +263,11 @@ func (r *run) read(w *watcher) {
 			_, err = buf.ReadFrom(rd)
 		}
 		if err != nil {
-			w.closed = !r.ending.Load()
-			if code := websocket.CloseStatus(err); code != -1 {
-				w.how = strconv.Itoa(int(code))
-			} else {
-				w.how = "cut"
+			if !r.ending.Load() {
+				w.early = "cut"
+				if code := websocket.CloseStatus(err); code != -1 {
+					w.early = strconv.Itoa(int(code))
+				}
 			}
 			return
 		}
@@ -431,23 +432,21 @@ func (cl *client) load(ctx context.Context, o options, ready func(watchers int) 
 	res.LoadSeconds = time.Since(loadStart).Seconds()
 	r.ending.Store(true)
 	closeWatchers(ws)
-	closed := 0
 	var lat []time.Duration
 	for _, w := range ws {
 		lat = append(lat, w.lat...)
-		if w.closed {
-			closed++
+		if w.early != "" {
+			res.ClosedEarly++
 			if res.ClosedHow == nil {
 				res.ClosedHow = map[string]int{}
 			}
-			res.ClosedHow[w.how]++
+			res.ClosedHow[w.early]++
 		}
 	}
 	res.EventLatency = summarize(lat)
 	res.Expected, res.Received = r.expected.Load(), r.received.Load()
 	// A claim answered unknown may still have been written: its events are extra.
 	res.Lost = max(0, res.Expected-res.Received)
-	res.ClosedEarly = closed
 	if res.LoadSeconds > 0 {
 		res.PeakEventRate = float64(res.Received) / res.LoadSeconds
 	}
