@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,9 @@ import (
 // maxSnapshotLocks bounds -snapshot-locks: a snapshot of 1,000 locks is about 200 KiB.
 const maxSnapshotLocks = 1000
 
+// maxRounds bounds -rounds: a round of 10,000 watchers takes about 12 s.
+const maxRounds = 20
+
 // crowdPhase is one crowd: n sockets opened at once.
 type crowdPhase struct {
 	Seconds float64 `json:"seconds"`
@@ -57,31 +61,38 @@ func (p crowdPhase) rate(n int) float64 {
 	return float64(n) / p.Seconds
 }
 
-// crowdResult is what a crowd run measured.
+// crowdResult is what a crowd run measured: -rounds rounds, each against the baseline
+// before and after it.
 type crowdResult struct {
-	watchers, dialers    int
-	setupA               crowdPhase    // the first watchers, on A
-	goneA                crowdPhase    // from A's shutdown until every socket saw its close
-	crowd                crowdPhase    // connect + auth + watch on B, at once
-	base1, base2         crowdPhase    // connect + auth alone on B, before and after
-	crowdCmds, baseCmds  int64         // Redis commands during the crowd and during base2
-	crowdLists, baseList float64       // List operations of B's store during them
-	crowdCPU, baseCPU    time.Duration // the hubs' process CPU during the crowd and during base1 + base2
+	watchers, dialers int
+	first             crowdPhase    // connect + auth alone on B, before the first round
+	firstCPU          time.Duration // the hubs' process CPU during first
+	rounds            []crowdRound
+}
+
+// crowdRound is one round: a fresh instance A gets the watchers and goes away, they
+// reconnect to B at once, and then the same crowd connects to B without the watch.
+type crowdRound struct {
+	setupA                crowdPhase    // the watchers, on A
+	goneA                 crowdPhase    // from A's shutdown until every socket saw its close
+	crowd                 crowdPhase    // connect + auth + watch on B, at once
+	base                  crowdPhase    // connect + auth alone on B, after the crowd
+	crowdCmds, baseCmds   int64         // Redis commands during the crowd and during base
+	crowdLists, baseLists float64       // List operations of B's store during them
+	crowdCPU, baseCPU     time.Duration // the hubs' process CPU during the crowd and during base
+}
+
+// crowdRig is what the rounds of a crowd run share: hub B, the clients and Redis.
+type crowdRig struct {
+	m   *Main
+	b   *inprocHub
+	ch  *crowdClients
+	rdb redis.UniversalClient
 }
 
 // runCrowd runs -mode crowd.
 func (m *Main) runCrowd(ctx context.Context) error {
 	o := m.opt
-	a, err := startInproc(ctx, o.redisURL, o.entityType)
-	if err != nil {
-		return err
-	}
-	aStopped := false
-	defer func() {
-		if !aStopped {
-			_ = a.stop() // an error of a run that failed already
-		}
-	}()
 	b, err := startInproc(ctx, o.redisURL, o.entityType)
 	if err != nil {
 		return err
@@ -102,7 +113,7 @@ func (m *Main) runCrowd(ctx context.Context) error {
 	holder := protocol.Holder{OID: "u-lockbench-crowd", Name: "lockbench crowd"}
 	for i := range o.snapshotLocks {
 		ref := locks.Ref{Tenant: o.tenant, Type: o.entityType, UID: prefix + strconv.Itoa(i)}
-		if _, err := a.store.Claim(ctx, ref, holder, "lockbench"); err != nil {
+		if _, err := b.store.Claim(ctx, ref, holder, "lockbench"); err != nil {
 			return err
 		}
 		defer func() {
@@ -117,80 +128,114 @@ func (m *Main) runCrowd(ctx context.Context) error {
 		return err
 	}
 	defer ch.quit()
-	res := crowdResult{watchers: o.watchers, dialers: o.dialers}
-	closeOnB := func() error {
-		if _, err := ch.do("CLOSE"); err != nil {
-			return err
-		}
-		return waitSockets(ctx, b, 0)
+	g := &crowdRig{m: m, b: b, ch: ch, rdb: rdb}
+
+	// A first crowd on B, not measured, so that no measured phase is the process's
+	// first: that one grows the heap, the goroutine stacks and the kernel's socket
+	// tables, and was the slowest of every run.
+	var warm crowdPhase
+	var warmCPU time.Duration
+	if err := g.open(b, true, &warm, &warmCPU); err != nil {
+		return err
 	}
-	step := func(cmd string, into *crowdPhase, cpu *time.Duration) error {
-		cpu0 := processCPU()
-		p, err := ch.do(cmd)
-		*cpu += processCPU() - cpu0
-		*into = p
-		if err == nil && p.Failed > 0 {
-			err = fmt.Errorf("%s: %d sockets failed", cmd, p.Failed)
+	if err := g.closeOnB(ctx); err != nil {
+		return err
+	}
+	res := crowdResult{watchers: o.watchers, dialers: o.dialers, rounds: make([]crowdRound, o.rounds)}
+	if err := g.open(b, false, &res.first, &res.firstCPU); err != nil {
+		return err
+	}
+	if err := g.closeOnB(ctx); err != nil {
+		return err
+	}
+	for i := range res.rounds {
+		profile := ""
+		if i == 0 {
+			profile = o.cpuProfile
 		}
+		if err := g.round(ctx, &res.rounds[i], profile); err != nil {
+			return fmt.Errorf("round %d: %w", i+1, err)
+		}
+	}
+	m.reportCrowd(b, res)
+	return nil
+}
+
+// open opens the crowd on ih, watching or not, into into, and adds the hubs' process
+// CPU it took to cpu.
+func (g *crowdRig) open(ih *inprocHub, watch bool, into *crowdPhase, cpu *time.Duration) error {
+	w := 0
+	if watch {
+		w = 1
+	}
+	cmd := fmt.Sprintf("OPEN %s %s %d", ih.url, ih.token, w)
+	cpu0 := processCPU()
+	p, err := g.ch.do(cmd)
+	*cpu += processCPU() - cpu0
+	*into = p
+	if err == nil && p.Failed > 0 {
+		err = fmt.Errorf("%s: %d sockets failed", cmd, p.Failed)
+	}
+	return err
+}
+
+// closeOnB closes the clients' sockets and waits until B has let them go.
+func (g *crowdRig) closeOnB(ctx context.Context) error {
+	if _, err := g.ch.do("CLOSE"); err != nil {
+		return err
+	}
+	return waitSockets(ctx, g.b, 0)
+}
+
+// round runs one round into r; profile, when set, is where the CPU profiles of its
+// crowd and of its baseline (profile.connect) go.
+func (g *crowdRig) round(ctx context.Context, r *crowdRound, profile string) error {
+	o := g.m.opt
+	a, err := startInproc(ctx, o.redisURL, o.entityType)
+	if err != nil {
 		return err
 	}
 	var setupCPU time.Duration
-	if err := step(fmt.Sprintf("OPEN %s %s 0", b.url, b.token), &res.base1, &res.baseCPU); err != nil {
-		return err
-	}
-	if err := closeOnB(); err != nil {
-		return err
-	}
-	if err := step(fmt.Sprintf("OPEN %s %s 1", a.url, a.token), &res.setupA, &setupCPU); err != nil {
+	if err := g.open(a, true, &r.setupA, &setupCPU); err != nil {
+		_ = a.stop() // an error of a round that failed already
 		return err
 	}
 	// A goes away: every socket sees 1001; then the crowd dials B at once.
 	awaited := make(chan struct{})
-	var awaitRes crowdPhase
 	var awaitErr error
 	go func() {
 		defer close(awaited)
-		awaitRes, awaitErr = ch.do("AWAIT")
+		r.goneA, awaitErr = g.ch.do("AWAIT")
 	}()
-	aStopped = true
 	if err := a.stop(); err != nil {
-		fmt.Fprintln(m.Stderr, "lockbench: stopping hub A:", err)
+		fmt.Fprintln(g.m.Stderr, "lockbench: stopping hub A:", err)
 	}
 	<-awaited
-	res.goneA = awaitRes
 	if awaitErr != nil {
 		return awaitErr
 	}
-	cmds0, lists0 := redisCommands(ctx, rdb), listOps(b)
-	stopCPU := func() {}
-	if o.cpuProfile != "" {
-		stopCPU = startCPUProfile(m.Stderr, o.cpuProfile)
+
+	measure := func(watch bool, into *crowdPhase, cpu *time.Duration, cmds *int64, lists *float64, profile string) error {
+		cmds0, lists0 := redisCommands(ctx, g.rdb), listOps(g.b)
+		stopCPU := func() {}
+		if profile != "" {
+			stopCPU = startCPUProfile(g.m.Stderr, profile)
+		}
+		err := g.open(g.b, watch, into, cpu)
+		stopCPU()
+		if err != nil {
+			return err
+		}
+		*cmds, *lists = redisCommands(ctx, g.rdb)-cmds0, listOps(g.b)-lists0
+		return g.closeOnB(ctx)
 	}
-	err = step(fmt.Sprintf("OPEN %s %s 1", b.url, b.token), &res.crowd, &res.crowdCPU)
-	stopCPU()
-	if err != nil {
+	if err := measure(true, &r.crowd, &r.crowdCPU, &r.crowdCmds, &r.crowdLists, profile); err != nil {
 		return err
 	}
-	res.crowdCmds, res.crowdLists = redisCommands(ctx, rdb)-cmds0, listOps(b)-lists0
-	if err := closeOnB(); err != nil {
-		return err
+	if profile != "" {
+		profile += ".connect" // the same crowd without the watch, to compare with: pprof -diff_base
 	}
-	cmds0, lists0 = redisCommands(ctx, rdb), listOps(b)
-	if o.cpuProfile != "" {
-		// The same crowd without the watch, to compare with: pprof -diff_base.
-		stopCPU = startCPUProfile(m.Stderr, o.cpuProfile+".connect")
-	}
-	err = step(fmt.Sprintf("OPEN %s %s 0", b.url, b.token), &res.base2, &res.baseCPU)
-	stopCPU()
-	if err != nil {
-		return err
-	}
-	res.baseCmds, res.baseList = redisCommands(ctx, rdb)-cmds0, listOps(b)-lists0
-	if err := closeOnB(); err != nil {
-		return err
-	}
-	m.reportCrowd(b, res)
-	return nil
+	return measure(false, &r.base, &r.baseCPU, &r.baseCmds, &r.baseLists, profile)
 }
 
 // listOps is how many List operations ih's store made.
@@ -249,45 +294,114 @@ func waitSockets(ctx context.Context, ih *inprocHub, n int) error {
 	return nil
 }
 
+// crowdFigures are what one round of a crowd run comes to, each side against the
+// baseline before and after it.
+type crowdFigures struct {
+	crowdRate, baseRate float64 // sockets a second
+	timeRatio           float64 // the crowd's time over the baseline's
+	hubCPU, hubBaseCPU  float64 // the hubs' process CPU per socket, µs
+	cliCPU, cliBaseCPU  float64 // the clients' process CPU per socket, µs
+}
+
+// figures computes round i's figures.
+func (r crowdResult) figures(i int) crowdFigures {
+	before, beforeCPU := r.first, r.firstCPU
+	if i > 0 {
+		before, beforeCPU = r.rounds[i-1].base, r.rounds[i-1].baseCPU
+	}
+	rd := r.rounds[i]
+	n := float64(r.watchers)
+	base := (before.Seconds + rd.base.Seconds) / 2
+	f := crowdFigures{
+		crowdRate:  rd.crowd.rate(r.watchers),
+		hubCPU:     float64(rd.crowdCPU.Microseconds()) / n,
+		hubBaseCPU: float64((beforeCPU + rd.baseCPU).Microseconds()) / (2 * n),
+		cliCPU:     rd.crowd.CPUSeconds * 1e6 / n,
+		cliBaseCPU: (before.CPUSeconds + rd.base.CPUSeconds) * 1e6 / (2 * n),
+	}
+	if base > 0 {
+		f.baseRate, f.timeRatio = n/base, rd.crowd.Seconds/base
+	}
+	return f
+}
+
+// spread is the median of some figure over the rounds, with its least and greatest.
+type spread struct{ med, lo, hi float64 }
+
+func spreadOf(r crowdResult, figure func(crowdFigures) float64) spread {
+	v := make([]float64, len(r.rounds))
+	for i := range r.rounds {
+		v[i] = figure(r.figures(i))
+	}
+	slices.Sort(v)
+	med := v[len(v)/2]
+	if len(v)%2 == 0 {
+		med = (v[len(v)/2-1] + med) / 2
+	}
+	return spread{med: med, lo: v[0], hi: v[len(v)-1]}
+}
+
+// format is the median in f, and the range when the rounds differ.
+func (s spread) format(f string) string {
+	if s.lo == s.hi {
+		return fmt.Sprintf(f, s.med)
+	}
+	return fmt.Sprintf(f+" ("+f+"–"+f+")", s.med, s.lo, s.hi)
+}
+
+func ratioOf(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
 func (m *Main) reportCrowd(b *inprocHub, r crowdResult) {
 	w := m.Stdout
 	fmt.Fprintf(w, "lockbench %s\n", strings.Join(m.args, " "))
 	fmt.Fprintf(w, "target: 2 in-process hubs on %s, clients in a child process, %d dialers; GOMAXPROCS %d\n\n",
 		b.redis, r.dialers, runtime.GOMAXPROCS(0))
 	n := r.watchers
-	fmt.Fprintf(w, "watchers            %d, a snapshot of %d locks each\n", n, m.opt.snapshotLocks)
-	fmt.Fprintf(w, "setup on A          %.3fs  %.0f sockets/s (connect + auth + watch)\n", r.setupA.Seconds, r.setupA.rate(n))
-	fmt.Fprintf(w, "A going away        %.3fs until all %d sockets saw their close (%d with 1001)\n", r.goneA.Seconds, n, r.goneA.Closes)
-	base := (r.base1.Seconds + r.base2.Seconds) / 2
-	baseRate := 0.0
-	if base > 0 {
-		baseRate = float64(n) / base
+	fmt.Fprintf(w, "watchers            %d, a snapshot of %d locks each; %d round(s), each after a fresh hub A went away\n\n",
+		n, m.opt.snapshotLocks, len(r.rounds))
+	fmt.Fprintf(w, "round  setup on A  A gone  crowd on B  connect+auth on B  time ratio  hub CPU ratio  client CPU ratio\n")
+	for i, rd := range r.rounds {
+		f := r.figures(i)
+		fmt.Fprintf(w, "%5d  %6.0f/s  %6.3fs  %8.0f/s  %15.0f/s  %10.2f  %13.2f  %16.2f\n", i+1,
+			rd.setupA.rate(n), rd.goneA.Seconds, f.crowdRate, f.baseRate, f.timeRatio,
+			ratioOf(f.hubCPU, f.hubBaseCPU), ratioOf(f.cliCPU, f.cliBaseCPU))
 	}
-	ratio := 0.0
-	if base > 0 {
-		ratio = r.crowd.Seconds / base
+	last := r.rounds[len(r.rounds)-1]
+	of := "median of the rounds, least–greatest in brackets"
+	if len(r.rounds) == 1 {
+		of = "one round"
 	}
-	fmt.Fprintf(w, "crowd on B          %.3fs until all %d watch again: %.0f sockets/s%s\n", r.crowd.Seconds, n, r.crowd.rate(n),
-		verdict(n >= 10000, r.crowd.rate(n) >= goalCrowdRate, fmt.Sprintf("goal ≥ %d/s for 10,000", goalCrowdRate)))
-	fmt.Fprintf(w, "connect+auth on B   %.3fs before, %.3fs after: %.0f sockets/s\n", r.base1.Seconds, r.base2.Seconds, baseRate)
-	fmt.Fprintf(w, "crowd / connect     %.2f of the time, %.2f of the rate%s\n", ratio, r.crowd.rate(n)/max(baseRate, 1),
-		verdict(base > 0, ratio <= goalCrowdRatio, fmt.Sprintf("goal ≤ %.1f", goalCrowdRatio)))
-	if r.baseCPU > 0 {
-		per := func(d time.Duration, sockets int) float64 { return float64(d.Microseconds()) / float64(sockets) }
-		crowdCPU, baseCPU := per(r.crowdCPU, n), per(r.baseCPU, 2*n)
-		fmt.Fprintf(w, "hub CPU per socket  %.0f µs for connect + auth + watch, %.0f µs for connect + auth alone: %.2f\n",
-			crowdCPU, baseCPU, crowdCPU/baseCPU)
+	fmt.Fprintf(w, "\n%s:\n", of)
+	fmt.Fprintf(w, "A going away        all %d sockets saw their close (%d with 1001, last round)\n", n, last.goneA.Closes)
+	rate := spreadOf(r, func(f crowdFigures) float64 { return f.crowdRate })
+	fmt.Fprintf(w, "crowd on B          all %d watch again: %s sockets/s%s\n", n, rate.format("%.0f"),
+		verdict(n >= 10000, rate.med >= goalCrowdRate, fmt.Sprintf("goal ≥ %d/s for 10,000", goalCrowdRate)))
+	fmt.Fprintf(w, "connect+auth on B   %s sockets/s\n", spreadOf(r, func(f crowdFigures) float64 { return f.baseRate }).format("%.0f"))
+	ratio := spreadOf(r, func(f crowdFigures) float64 { return f.timeRatio })
+	fmt.Fprintf(w, "crowd / connect     %s of the time%s\n", ratio.format("%.2f"),
+		verdict(ratio.med > 0, ratio.med <= goalCrowdRatio, fmt.Sprintf("goal ≤ %.1f", goalCrowdRatio)))
+	if r.firstCPU > 0 {
+		fmt.Fprintf(w, "hub CPU per socket  %s µs for connect + auth + watch, %s µs for connect + auth alone: %s\n",
+			spreadOf(r, func(f crowdFigures) float64 { return f.hubCPU }).format("%.0f"),
+			spreadOf(r, func(f crowdFigures) float64 { return f.hubBaseCPU }).format("%.0f"),
+			spreadOf(r, func(f crowdFigures) float64 { return ratioOf(f.hubCPU, f.hubBaseCPU) }).format("%.2f"))
 	}
 	// In a test the clients share the hubs' process: their CPU is not theirs alone.
-	if base := r.base1.CPUSeconds + r.base2.CPUSeconds; base > 0 && !m.crowdInProcess {
-		crowdCPU, baseCPU := r.crowd.CPUSeconds*1e6/float64(n), base*1e6/float64(2*n)
-		fmt.Fprintf(w, "client CPU          %.0f µs per socket for connect + auth + watch, %.0f µs for connect + auth alone: %.2f\n",
-			crowdCPU, baseCPU, crowdCPU/baseCPU)
+	if r.first.CPUSeconds > 0 && !m.crowdInProcess {
+		fmt.Fprintf(w, "client CPU          %s µs per socket for connect + auth + watch, %s µs for connect + auth alone: %s\n",
+			spreadOf(r, func(f crowdFigures) float64 { return f.cliCPU }).format("%.0f"),
+			spreadOf(r, func(f crowdFigures) float64 { return f.cliBaseCPU }).format("%.0f"),
+			spreadOf(r, func(f crowdFigures) float64 { return ratioOf(f.cliCPU, f.cliBaseCPU) }).format("%.2f"))
 	}
-	fmt.Fprintf(w, "redis commands      %d during the crowd (%.2f per socket), %d during connect+auth alone\n",
-		r.crowdCmds, float64(r.crowdCmds)/float64(n), r.baseCmds)
-	fmt.Fprintf(w, "list operations     %.0f during the crowd, %.0f during connect+auth alone (B's lockhub_store_operations_total{op=\"list\"})\n",
-		r.crowdLists, r.baseList)
+	fmt.Fprintf(w, "redis commands      %d during the last crowd (%.2f per socket), %d during connect+auth alone\n",
+		last.crowdCmds, float64(last.crowdCmds)/float64(n), last.baseCmds)
+	fmt.Fprintf(w, "list operations     %.0f during the last crowd, %.0f during connect+auth alone (B's lockhub_store_operations_total{op=\"list\"})\n",
+		last.crowdLists, last.baseLists)
 }
 
 // Goals of the issue "reconnect crowds are cheap".

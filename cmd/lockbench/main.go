@@ -71,6 +71,7 @@ type options struct {
 
 	// -mode crowd
 	snapshotLocks int
+	rounds        int
 }
 
 // Bounds of the flags: the tool never opens more than this.
@@ -121,6 +122,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&o.entities, "entities", 200, "with -mode foreign: entities the .NET writer changes")
 	fs.IntVar(&o.changes, "changes", 500, "with -mode foreign: changes (a claim or a release) the .NET writer makes")
 	fs.Float64Var(&o.changeRate, "change-rate", 25, "with -mode foreign: changes a second, at random moments")
+	fs.IntVar(&o.rounds, "rounds", 3, "with -mode crowd: rounds, each a fresh hub A going away and its crowd on B, reported as their median")
 	fs.IntVar(&o.snapshotLocks, "snapshot-locks", 20, "with -mode crowd: locks of the type, held through the run, that every snapshot carries")
 	lookup := m.LookupEnv
 	if lookup == nil {
@@ -177,6 +179,8 @@ func (m *Main) ParseFlags(args []string) error {
 			return p.Name("redis-url", errCrowdRedis)
 		case o.snapshotLocks < 0 || o.snapshotLocks > maxSnapshotLocks:
 			return p.Name("snapshot-locks", fmt.Errorf("must be 0 to %d", maxSnapshotLocks))
+		case o.rounds < 1 || o.rounds > maxRounds:
+			return p.Name("rounds", fmt.Errorf("must be 1 to %d", maxRounds))
 		}
 	} else if o.mode != modeLoad {
 		return p.Name("mode", fmt.Errorf("must be %s, %s or %s", modeLoad, modeForeign, modeCrowd))
