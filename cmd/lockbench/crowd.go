@@ -35,6 +35,11 @@ import (
 // this process (the hubs') and of the child (the clients': they share the machine's
 // cores with the hubs, so what they spend slows the crowd too).
 //
+// One round on a shared machine proves little: the same crowd ranges over a third
+// between rounds. A run is a crowd on B that is not measured, a baseline, and -rounds
+// rounds of (a fresh A, its crowd on B, a baseline); each round is set against the
+// baselines on both sides of it, and the report gives the median of the rounds.
+//
 // The clients run in a child process (-child): a process holds at most the file limit
 // of sockets, and the hubs hold as many as the clients.
 

@@ -29,14 +29,16 @@
 // With -mode crowd it measures a reconnect crowd (ISSUE 11): -watchers sockets watch a
 // type on one in-process hub, it shuts down, and all of them dial a second hub on the
 // same -redis-url at once, authenticate and watch again (snapshots of -snapshot-locks
-// locks); the same crowd without the watch is the baseline of the ratio (crowd.go).
+// locks); the same crowd without the watch is the baseline of the ratio. It runs
+// -rounds rounds, each with a fresh first hub and set against the baseline before and
+// after it, and reports their median (crowd.go).
 //
 // Usage:
 //
 //	lockbench -inproc -redis-url redis://127.0.0.1:7390/0 -watchers 10000
 //	lockbench -url ws://127.0.0.1:8080/ws -watchers 1000 [-redis-url ... for the ratio]
 //	lockbench -mode foreign -redis-url redis://127.0.0.1:7390/0
-//	lockbench -mode crowd -redis-url redis://127.0.0.1:7390/0 -watchers 10000
+//	lockbench -mode crowd -redis-url redis://127.0.0.1:7390/0 -watchers 10000 -rounds 5
 //
 // With -inproc it runs the lockhub service itself, the binary's own wiring
 // (cmd/lockhub/service), with the per-socket rate limit lifted (on -redis-url, or its embedded miniredis
