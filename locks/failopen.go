@@ -67,7 +67,7 @@ func classify(err error) Reason {
 	case isRedirect(err):
 		return ReasonMoved
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, redis.ErrClosed),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, redis.ErrClosed), errors.Is(err, errSilent),
 		errors.Is(err, net.ErrClosed), errors.As(err, new(*net.OpError)):
 		return ReasonConnection
 	default:

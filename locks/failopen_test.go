@@ -241,6 +241,43 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("a tenant on a healthy master made %d changes through the failover: every one delivered, no resync", made)
 }
 
+// TestClusterHungMaster stops the master of a tenant's slot (SIGSTOP) instead of
+// killing it: its connections stay open and its kernel acknowledges the feed's Pings,
+// so no read of them ever fails. The cluster fails it over all the same, and the feed
+// must notice the silence (no Pong), subscribe on the new master and resync the
+// tenant, rather than wait for TCP to give up after many minutes.
+func TestClusterHungMaster(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	seeds := cl.MasterAddrs()
+	c, err := NewClient(fmt.Sprintf("redis://%s?addr=%s&addr=%s", seeds[0], seeds[1], seeds[2]), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s, _ := newStore(t, c, Config{feedQuiet: time.Second})
+	ctx := ctxT(t)
+	tenant := "acme"
+	slot := redistest.Slot(IndexKey(tenant, "ApprovalRequest"))
+	rec := runFeed(t, s, s, tenant)
+
+	hung := time.Now()
+	cl.HangMaster(t, slot)
+	cl.WaitFailover(t, slot)
+	n := 0
+	redistest.Eventually(t, "a claim succeeds after the failover", func() bool {
+		n++
+		r, _ := s.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("after-%d", n)}, ada, "")
+		return r.Outcome == protocol.OutcomeAcquired
+	})
+	// Events may arrive before the resync: it comes once every slot is subscribed again.
+	ref := Ref{tenant, "ApprovalRequest", "after-feed"}
+	redistest.Eventually(t, "events flow, and the tenant is resynced, after the hung master was failed over", func() bool {
+		s.Claim(ctx, ref, ada, "")
+		return len(rec.of(tenant, ref.UID)) > 0 && rec.resyncedFor(tenant)
+	})
+	t.Logf("the feed delivers again %s after the master hung", time.Since(hung).Round(10*time.Millisecond))
+}
+
 // waitFeed claims and releases a probe of tenant until rec has seen it.
 func waitFeed(t *testing.T, s *Store, rec *recorder, tenant string) {
 	t.Helper()

@@ -126,41 +126,72 @@ func (s *Store) RunFeed(ctx context.Context, h FeedHandler) error {
 	for i := range chans {
 		chans[i] = channelPrefix + strconv.Itoa(i) + "}"
 	}
-	ps := s.rdb.Subscribe(ctx, chans...)
-	// go-redis reconnects and resubscribes this PubSub by itself; receive notices.
-	s.receive(ctx, ps, h, true, nil)
-	return nil
+	// go-redis reconnects and resubscribes a PubSub by itself after a connection
+	// error, and receive notices. A connection that went silent it keeps: receive then
+	// returns errSilent, and a new PubSub dials again.
+	lost := false
+	for {
+		ps := s.rdb.Subscribe(ctx, chans...)
+		err := s.receive(ctx, ps, h, true, lost, nil)
+		if ctx.Err() != nil {
+			return nil
+		}
+		lost = errors.Is(err, errSilent)
+		if !sleepCtx(ctx, feedBackoffMin) {
+			return nil
+		}
+	}
 }
 
+// errSilent is a feed connection that sent nothing, not even the Pong of a Ping: a
+// server that hangs, or a network that drops packets without a reset, which TCP
+// reports only after many minutes.
+var errSilent = errors.New("locks: the feed's connection answered no Ping")
+
 const (
-	feedPingEvery  = 15 * time.Second // a silent connection is checked this often
+	feedPingEvery  = 15 * time.Second // a silent connection is pinged after this; its Pong has a third of it
 	feedBackoffMin = 50 * time.Millisecond
 	feedBackoffMax = 2 * time.Second
 )
 
-// receive delivers ps's messages to h until ctx is done or, when !survive, until the
-// first error. It owns ps and closes it. onPong, if set, is called on each PONG: Redis
-// answers in order, so a PONG after a run of SSUBSCRIBEs says they all took effect.
-func (s *Store) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, survive bool, onPong func()) error {
+// receive delivers ps's messages to h until ctx is done, the connection goes silent
+// (errSilent: it answers no Ping), or, when !survive, until the first error. It owns ps
+// and closes it. lost says the feed was lost before ps: the first subscription then
+// asks h for a resync. onPong, if set, is called on each PONG: Redis answers in order,
+// so a PONG after a run of SSUBSCRIBEs says they all took effect.
+func (s *Store) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, survive, lost bool, onPong func()) error {
 	defer ps.Close()
 	// A blocked Receive does not watch ctx; closing the PubSub ends it.
 	stop := context.AfterFunc(ctx, func() { ps.Close() })
 	defer stop()
 
-	lost := false
 	backoff := feedBackoffMin
+	pinged := false // a Ping is out and nothing has come since
 	for {
-		msg, err := ps.ReceiveTimeout(ctx, feedPingEvery)
+		wait := s.feedQuiet
+		if pinged {
+			wait = s.feedQuiet / 3
+		}
+		msg, err := ps.ReceiveTimeout(ctx, wait)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err != nil {
 			var netErr interface{ Timeout() bool }
-			if errors.As(err, &netErr) && netErr.Timeout() && !lost {
+			if errors.As(err, &netErr) && netErr.Timeout() {
 				// Nothing arrived for a while: ping, so a dead connection shows itself.
-				if ps.Ping(ctx) == nil {
+				if !pinged && !lost && ps.Ping(ctx) == nil {
+					pinged = true
 					continue
 				}
+				// No Pong, or nothing since the feed was lost. go-redis keeps a
+				// connection whose reads time out: it would wait for TCP to give up,
+				// and the events meanwhile would be lost. Drop it; the caller
+				// subscribes anew (and counts the loss when !survive).
+				if survive && !lost {
+					s.feedLost(ctx, errSilent)
+				}
+				return errSilent
 			}
 			if !survive {
 				return err
@@ -176,6 +207,7 @@ func (s *Store) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, su
 			backoff = min(backoff*2, feedBackoffMax)
 			continue
 		}
+		pinged = false
 		switch m := msg.(type) {
 		case *redis.Pong:
 			if onPong != nil {
@@ -354,7 +386,7 @@ func (s *Store) subscribeSlots(ctx context.Context, node *redis.Client, slots []
 			h.Resync(func(tenant string) bool { return set[crc16(tenant)%slotCount] })
 		})
 	}
-	err := s.receive(ctx, ps, h, false, onReady)
+	err := s.receive(ctx, ps, h, false, false, onReady)
 	if err == nil {
 		err = errors.New("locks: feed connection closed")
 	}

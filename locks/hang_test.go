@@ -101,3 +101,28 @@ func TestFailOpenStandaloneHung(t *testing.T) {
 		t.Fatal("Mine after resume is empty")
 	}
 }
+
+// TestFeedStandaloneHung: the feed on a redis-server that hangs (SIGSTOP) notices the
+// silence, since its Ping gets no Pong, counts the feed as lost, and once Redis
+// answers again subscribes anew and asks for a resync of every tenant.
+func TestFeedStandaloneHung(t *testing.T) {
+	srv := redistest.StartServer(t)
+	c, err := NewClient(srv.URL(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s, _ := newStore(t, c, Config{Registerer: prometheus.NewRegistry(), feedQuiet: 300 * time.Millisecond})
+	rec := runFeed(t, s, s, "acme")
+	ctx := ctxT(t)
+
+	srv.Pause(t)
+	lost := s.met.failOpen.WithLabelValues(string(opSubscribe), string(ReasonConnection))
+	redistest.Eventually(t, "the feed counts its silent connection as lost", func() bool { return testutil.ToFloat64(lost) >= 1 })
+	srv.Resume(t)
+	ref := Ref{"acme", "ApprovalRequest", "after-hang"}
+	redistest.Eventually(t, "the feed resyncs and delivers again", func() bool {
+		s.Claim(ctx, ref, ada, "")
+		return rec.resyncedFor("acme") && len(rec.of("acme", ref.UID)) > 0
+	})
+}

@@ -46,7 +46,8 @@ type Config struct {
 	// MAXLEN ~, PROTOCOL.md §10). Zero means DefaultAuditCap.
 	AuditCap int
 
-	noAudit bool // the benchmarks' baseline: no audit stream written
+	noAudit   bool          // the benchmarks' baseline: no audit stream written
+	feedQuiet time.Duration // tests: the feed's silence before it pings; zero means feedPingEvery
 }
 
 // DefaultLease is the lease of a Store whose Config.Lease is zero (PROTOCOL.md §1).
@@ -91,6 +92,9 @@ type Store struct {
 	auditCap int
 	amet     *auditMetrics
 	encoded  encodedValues // ListJSON's encodings of the values it read last
+	// feedQuiet is how long the feed's connection may be silent before it is pinged;
+	// the Pong has a third of it.
+	feedQuiet time.Duration
 	// foreign is foreignLock's head and tail for each lockable type, made once: every
 	// sweep and every snapshot read needs its type's.
 	foreign map[string][2]string
@@ -108,14 +112,15 @@ func NewStore(cfg Config) (*Store, error) {
 		return nil, errors.New("locks: Config.Timeout and Channels must not be negative")
 	}
 	s := &Store{
-		rdb:      cfg.Client,
-		reg:      cfg.Registry,
-		lease:    cmp.Or(cfg.Lease, DefaultLease),
-		timeout:  cmp.Or(cfg.Timeout, defaultTimeout),
-		channels: cmp.Or(cfg.Channels, defaultChannels),
-		log:      cfg.Logger,
-		now:      cfg.Now,
-		sc:       newScripts(),
+		rdb:       cfg.Client,
+		reg:       cfg.Registry,
+		lease:     cmp.Or(cfg.Lease, DefaultLease),
+		timeout:   cmp.Or(cfg.Timeout, defaultTimeout),
+		channels:  cmp.Or(cfg.Channels, defaultChannels),
+		log:       cfg.Logger,
+		now:       cfg.Now,
+		sc:        newScripts(),
+		feedQuiet: cmp.Or(cfg.feedQuiet, feedPingEvery),
 	}
 	if s.lease < time.Millisecond {
 		return nil, &protocol.SettingError{Setting: "lease", Err: fmt.Errorf("%s is under the millisecond precision of a lease", s.lease)}

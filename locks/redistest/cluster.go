@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,8 +55,9 @@ type Cluster struct {
 type clusterNode struct {
 	id    string // cluster node ID, from CLUSTER MYID
 	proc  *process
-	first int // first slot assigned at creation (masters only)
-	last  int // last slot assigned at creation (masters only)
+	first int         // first slot assigned at creation (masters only)
+	last  int         // last slot assigned at creation (masters only)
+	hung  atomic.Bool // stopped by HangMaster: left out like a dead node
 }
 
 func (n *clusterNode) addr() string { return n.proc.addr() }
@@ -361,11 +363,11 @@ func (c *Cluster) slotOwners(ctx context.Context, slot int) (owners []string, st
 	return owners, fmt.Sprintf("%d live nodes; %s", len(live), strings.Join(problems, "; "))
 }
 
-// liveNodes returns the nodes whose process has not exited.
+// liveNodes returns the nodes whose process has not exited and is not stopped.
 func (c *Cluster) liveNodes() []*clusterNode {
 	var live []*clusterNode
 	for _, n := range c.nodes {
-		if n.proc.alive() {
+		if n.proc.alive() && !n.hung.Load() {
 			live = append(live, n)
 		}
 	}

@@ -88,3 +88,25 @@ func (s *Server) current() *process {
 	defer s.mu.Unlock()
 	return s.proc
 }
+
+// HangMaster stops the node serving slot as master with SIGSTOP, as [Server.Pause]
+// stops a server, and returns its address: its kernel keeps the node's connections and
+// acknowledges what clients send, but the node answers nothing, as a frozen VM or a
+// partition that drops packets without a reset. The cluster fails it over as it would
+// a dead one ([Cluster.WaitFailover], which leaves it out like a killed node). The end
+// of t resumes it (SIGCONT), and the harness then kills it with the rest.
+func (c *Cluster) HangMaster(t testing.TB, slot int) string {
+	t.Helper()
+	addr := c.MasterForSlot(t, slot)
+	for _, n := range c.nodes {
+		if n.addr() != addr {
+			continue
+		}
+		t.Cleanup(func() { _ = n.proc.cmd.Process.Signal(syscall.SIGCONT) }) // gone already: nothing to resume
+		if err := n.proc.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatalf("redistest: HangMaster(%d): %v", slot, err)
+		}
+		n.hung.Store(true)
+	}
+	return addr
+}
