@@ -31,8 +31,9 @@ type Store interface {
 	Sweep(ctx context.Context, tenant, entityType string, every time.Duration) error
 	RunFeed(ctx context.Context, h locks.FeedHandler) error
 	// Liveness records and holdings: see instance.go.
-	Heartbeat(ctx context.Context, instance string) error
+	Heartbeat(ctx context.Context, instance string) (missing bool, err error)
 	UpdateHoldings(ctx context.Context, instance string, add, remove []locks.Holding) error
+	ReplaceHoldings(ctx context.Context, instance string, all []locks.Holding) error
 	Leave(ctx context.Context, instance string) error
 	Reap(ctx context.Context, timeout time.Duration) ([]locks.DeadInstance, error)
 	// Presence and nudges: see view.go.
@@ -165,6 +166,9 @@ const (
 	DefaultViewTTL = 30 * time.Second
 	// MaxViewTTL is the longest ViewTTL that keeps the contract's 60 s.
 	MaxViewTTL = 45 * time.Second
+	// MaxInstanceTimeout is the longest InstanceTimeout that keeps the contract's
+	// grace + 30 s: a dead instance is found within about four thirds of it.
+	MaxInstanceTimeout = 22 * time.Second
 )
 
 // withDefaults validates c and fills in every zero field: the one place defaults live.
@@ -200,6 +204,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SendQueue < 0 || c.RateLimit < 0 || c.RateBurst < 0 || c.MaxViewsPerSocket < 0 {
 		return c, errors.New("hub: Config.SendQueue, RateLimit, RateBurst and MaxViewsPerSocket must not be negative")
+	}
+	if c.InstanceTimeout > MaxInstanceTimeout {
+		return c, &protocol.SettingError{Setting: "instance-timeout", Err: fmt.Errorf("%s is over %s: the locks of an instance that dies go about 4/3 of it + the release grace after its death, and PROTOCOL.md §4 allows the grace + 30 s", c.InstanceTimeout, MaxInstanceTimeout)}
 	}
 	if c.ViewTTL > MaxViewTTL {
 		return c, &protocol.SettingError{Setting: "presence-ttl", Err: fmt.Errorf("%s is over %s: the viewers of an instance that dies go within about 4/3 of it, and PROTOCOL.md §9 allows 60 s", c.ViewTTL, MaxViewTTL)}

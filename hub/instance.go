@@ -19,20 +19,28 @@ import (
 // dead one's holdings after the release grace, as if those sockets had just closed: a
 // lock is released unless a live socket of its holder still uses it. So a lock claimed
 // through a killed instance goes at most InstanceTimeout + InstanceTimeout/3 + the
-// grace after the death (25 s + the grace with the defaults; the contract allows the
+// grace after the death (20 s + the grace with the defaults; the contract allows the
 // grace + 30 s), and the killed sockets' ids stop counting for the two-tab rule then.
+// An instance reaps only once its own heartbeats have succeeded for a whole
+// InstanceTimeout (see livenessLoop), and one that finds its record gone, taken for
+// dead while it lived, writes its holdings again (holdings.rewrite).
 
 // holdings batches the changes to this instance's holdings in Redis. A change waits
-// at most one round trip: the writer flushes whatever gathered while it wrote.
+// at most one round trip: the writer flushes whatever gathered while it wrote. It also
+// keeps them all, to write them again whole when Redis lost them: a write failed, or
+// another instance took this one for dead and reaped it.
 type holdings struct {
 	mu     sync.Mutex
+	all    map[locks.Holding]struct{} // guarded by mu; what the sockets hold now
 	add    map[locks.Holding]struct{} // guarded by mu; not yet written
 	remove map[locks.Holding]struct{} // guarded by mu; not yet removed
+	whole  bool                       // guarded by mu; write all, not the changes
 	wake   chan struct{}              // capacity 1
 }
 
 func newHoldings() *holdings {
-	return &holdings{add: map[locks.Holding]struct{}{}, remove: map[locks.Holding]struct{}{}, wake: make(chan struct{}, 1)}
+	return &holdings{all: map[locks.Holding]struct{}{}, add: map[locks.Holding]struct{}{},
+		remove: map[locks.Holding]struct{}{}, wake: make(chan struct{}, 1)}
 }
 
 // hold records that socket conn of holder oid holds ref; drop that it no longer does.
@@ -48,6 +56,11 @@ func (hs *holdings) note(ref locks.Ref, oid, conn string, held bool) {
 	hs.mu.Lock()
 	delete(from, h)
 	to[h] = struct{}{}
+	if held {
+		hs.all[h] = struct{}{}
+	} else {
+		delete(hs.all, h)
+	}
 	hs.mu.Unlock()
 	hs.poke()
 }
@@ -59,24 +72,40 @@ func (hs *holdings) poke() {
 	}
 }
 
-// take returns the pending changes and forgets them.
-func (hs *holdings) take() (add, remove []locks.Holding) {
+// rewrite asks the writer to write the holdings whole next time.
+func (hs *holdings) rewrite() {
+	hs.mu.Lock()
+	hs.whole = true
+	hs.mu.Unlock()
+	hs.poke()
+}
+
+// take returns what to write and forgets it: every holding when whole (then all is
+// set), else the changes.
+func (hs *holdings) take() (whole bool, all, add, remove []locks.Holding) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
-	for h := range hs.add {
-		add = append(add, h)
-	}
-	for h := range hs.remove {
-		remove = append(remove, h)
+	whole, hs.whole = hs.whole, false
+	if whole {
+		for h := range hs.all {
+			all = append(all, h)
+		}
+	} else {
+		for h := range hs.add {
+			add = append(add, h)
+		}
+		for h := range hs.remove {
+			remove = append(remove, h)
+		}
 	}
 	clear(hs.add)
 	clear(hs.remove)
-	return add, remove
+	return whole, all, add, remove
 }
 
 // holdingsLoop writes the holdings as they change, until ctx is done. A write that
-// fails (the store failed open and said so) is not retried: the lock is then left to
-// its lease if this instance dies, as before there were holdings.
+// fails (the store failed open and said so) lost changes: the holdings are written
+// whole on the next change or liveness tick, whichever comes first.
 func (h *Hub) holdingsLoop(ctx context.Context) {
 	for {
 		select {
@@ -84,31 +113,79 @@ func (h *Hub) holdingsLoop(ctx context.Context) {
 			return
 		case <-h.held.wake:
 		}
-		add, remove := h.held.take()
-		_ = h.store.UpdateHoldings(ctx, h.instance, add, remove)
+		var err error
+		if whole, all, add, remove := h.held.take(); whole {
+			err = h.store.ReplaceHoldings(ctx, h.instance, all)
+		} else {
+			err = h.store.UpdateHoldings(ctx, h.instance, add, remove)
+		}
+		if err != nil && ctx.Err() == nil {
+			h.held.mu.Lock()
+			h.held.whole = true // poked by the next change or tick
+			h.held.mu.Unlock()
+		}
 	}
 }
 
 // livenessLoop refreshes this instance's liveness record and reaps dead instances
 // every InstanceTimeout/3, until ctx is done; then it removes the record (a hub that
 // stops has detached its sockets: nothing is left to reap).
+//
+// It reaps only once its own heartbeats have all succeeded for a whole InstanceTimeout.
+// After Redis was away longer than that, every record is stale, the live instances'
+// too: each refreshes its own within InstanceTimeout/3 of Redis coming back, and an
+// instance that reaped at once would take the others for dead and release the locks
+// their live sockets hold. Waiting a timeout leaves only the dead stale.
 func (h *Hub) livenessLoop(ctx context.Context) {
 	every := h.cfg.InstanceTimeout / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
-	_ = h.store.Heartbeat(ctx, h.instance)
+	var healthy time.Time // since when every heartbeat succeeded; zero after a failure
+	registered := false   // a heartbeat has succeeded: the record was there since
+	beat := func() {
+		missing, err := h.store.Heartbeat(ctx, h.instance)
+		if err != nil {
+			healthy = time.Time{}
+			return
+		}
+		if healthy.IsZero() {
+			healthy = time.Now()
+		}
+		if missing && registered {
+			// Taken for dead and reaped: the holdings in Redis are gone.
+			h.log.LogAttrs(ctx, slog.LevelWarn, "this instance's liveness record was gone (it was cut off from Redis longer than the instance timeout, and taken for dead); writing its holdings again",
+				slog.String("instance", h.instance), slog.String("setting", "instance-timeout"))
+			h.met.takenForDead.Inc()
+			h.held.rewrite()
+		}
+		registered = true
+		if h.held.pendingWhole() {
+			h.held.poke() // a failed write: try again
+		}
+	}
+	beat()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		_ = h.store.Heartbeat(ctx, h.instance)
+		beat()
+		if healthy.IsZero() || time.Since(healthy) < h.cfg.InstanceTimeout {
+			continue
+		}
 		dead, _ := h.store.Reap(ctx, h.cfg.InstanceTimeout) // fails open inside; the next tick tries again
 		for _, d := range dead {
 			h.reap(d)
 		}
 	}
+}
+
+// pendingWhole reports whether the holdings wait to be written whole.
+func (hs *holdings) pendingWhole() bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.whole
 }
 
 // reap schedules the detach of a dead instance's holdings after the grace.

@@ -23,6 +23,7 @@ type metrics struct {
 	resyncs       prometheus.Counter       // fresh snapshots sent after the feed came back
 	detaches      *prometheus.CounterVec   // why: grace, shutdown; outcome
 	deadInstances prometheus.Counter       // instances found dead and reaped here
+	takenForDead  prometheus.Counter       // times this instance's own record was found gone
 	reapedLocks   prometheus.Counter       // locks of dead instances' sockets scheduled for release
 	requestTiming *prometheus.HistogramVec // type
 	limits        *prometheus.CounterVec   // limit: one of the limit* labels
@@ -89,6 +90,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		deadInstances: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_dead_instances_total", Help: "Instances that stopped refreshing their liveness record without shutting down, found and reaped by this instance.",
+		}),
+		takenForDead: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_taken_for_dead_total", Help: "Times this instance found its own liveness record gone (cut off from Redis longer than --instance-timeout, it was taken for dead) and wrote its holdings again.",
 		}),
 		reapedLocks: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_reaped_locks_total", Help: "Locks claimed through the sockets of dead instances, detached by this instance after the release grace.",

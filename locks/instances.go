@@ -68,18 +68,46 @@ func parseHolding(m string) (Holding, error) {
 // break out of the hash tag of its holdings key.
 func validInstance(id string) bool { return ValidOID(id) }
 
-// Heartbeat refreshes instance's liveness record and keeps its holdings alive.
-func (s *Store) Heartbeat(ctx context.Context, instance string) error {
+// Heartbeat refreshes instance's liveness record and keeps its holdings alive. It
+// reports whether the record was missing: the instance is new, or another took it for
+// dead (it was cut off from Redis longer than the instance timeout) and reaped it,
+// holdings and all; the caller then writes its holdings again (ReplaceHoldings).
+func (s *Store) Heartbeat(ctx context.Context, instance string) (missing bool, err error) {
+	if !validInstance(instance) {
+		return false, fmt.Errorf("locks: instance id %q is not valid", instance)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	ttl := s.instanceKeysTTL()
+	var added *redis.IntCmd
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		added = p.ZAdd(ctx, instancesKey, redis.Z{Score: float64(s.now().UnixMilli()), Member: instance})
+		p.PExpire(ctx, instancesKey, ttl)
+		p.PExpire(ctx, heldKey(instance), ttl)
+		return nil
+	})
+	if err != nil {
+		s.failOpen(ctx, opInstances, err)
+		return false, err
+	}
+	return added.Val() == 1, nil
+}
+
+// ReplaceHoldings makes all the holdings of instance, whatever Redis had: after a
+// reap of a live instance, or a change that could not be written.
+func (s *Store) ReplaceHoldings(ctx context.Context, instance string, all []Holding) error {
 	if !validInstance(instance) {
 		return fmt.Errorf("locks: instance id %q is not valid", instance)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	ttl := s.instanceKeysTTL()
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.ZAdd(ctx, instancesKey, redis.Z{Score: float64(s.now().UnixMilli()), Member: instance})
-		p.PExpire(ctx, instancesKey, ttl)
-		p.PExpire(ctx, heldKey(instance), ttl)
+	key := heldKey(instance)
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { // one key: one slot
+		p.Del(ctx, key)
+		if len(all) > 0 {
+			p.SAdd(ctx, key, members(all)...)
+			p.PExpire(ctx, key, s.instanceKeysTTL())
+		}
 		return nil
 	})
 	if err != nil {

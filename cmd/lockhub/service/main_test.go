@@ -129,6 +129,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad duration from env", nil, []string{"LOCKHUB_RENEW_EVERY", "often"}, "LOCKHUB_RENEW_EVERY"},
 		{"negative grace", []string{"--release-grace=-1s"}, nil, "--release-grace"},
 		{"presence ttl over the contract's bound", []string{"--presence-ttl", "1m"}, nil, "--presence-ttl"},
+		{"instance timeout over the contract's bound", []string{"--instance-timeout", "23s"}, nil, "--instance-timeout"},
 		{"renew not shorter than lease", []string{"--lease", "1m", "--renew-every", "2m"}, nil, "--renew-every"},
 		{"jwks without issuer", []string{"--jwks-url", "https://login.example.com/keys", "--audience", "api://lockhub"}, nil, "--issuer"},
 		{"jwks without audience", nil, []string{"LOCKHUB_JWKS_URL", "https://login.example.com/keys", "LOCKHUB_ISSUER", "https://login.example.com/"}, "--audience"},

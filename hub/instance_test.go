@@ -1,0 +1,144 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/locks/redistest"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// TestHoldingsWrittenAgain: an instance taken for dead while it lived (another reaped
+// its record and its holdings, as after a partition of it alone) finds its record gone
+// at its next heartbeat, says so, and writes its holdings again: if it dies later, its
+// locks are released as any dead instance's are.
+func TestHoldingsWrittenAgain(t *testing.T) {
+	th, srv := startReal(t, hubOptions{hub: func(c *Config) { c.InstanceTimeout = 300 * time.Millisecond }})
+	ctx := tctx(t)
+	ada, _ := th.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
+	rdb := srv.Client(t)
+	held := "lockhub:held:{" + th.hub.instance + "}"
+	redistest.Eventually(t, "the holding written", func() bool { return rdb.SCard(ctx, held).Val() == 1 })
+
+	// What a reaper does (locks.Store.Reap).
+	rdb.ZRem(ctx, "lockhub:instances", th.hub.instance)
+	rdb.Del(ctx, held)
+	redistest.Eventually(t, "the holdings written again", func() bool { return rdb.SCard(ctx, held).Val() == 1 })
+	if got := th.metric("lockhub_hub_taken_for_dead_total"); got != 1 {
+		t.Fatalf("lockhub_hub_taken_for_dead_total = %v, want 1", got)
+	}
+	want := locks.Holding{Ref: locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"}, Holder: "u-ada"}
+	ms := rdb.SMembers(ctx, held).Val()
+	if len(ms) != 1 || !holdingIs(ms[0], want) {
+		t.Fatalf("holdings %q, want Ada's r-1", ms)
+	}
+}
+
+// holdingIs reports whether a holdings member names want's lock and holder.
+func holdingIs(member string, want locks.Holding) bool {
+	prefix := want.Ref.Tenant + " " + want.Ref.Type + " " + want.Ref.UID + " " + want.Holder + " "
+	return len(member) > len(prefix) && member[:len(prefix)] == prefix
+}
+
+// failingHoldings fails the first n holdings writes, as a Redis failing open would.
+type failingHoldings struct {
+	Store
+	n      atomic.Int32 // writes still to fail
+	failed atomic.Int32
+}
+
+func (s *failingHoldings) UpdateHoldings(ctx context.Context, instance string, add, remove []locks.Holding) error {
+	if s.n.Add(-1) >= 0 {
+		s.failed.Add(1)
+		return errors.New("holdings write failed (test)")
+	}
+	return s.Store.UpdateHoldings(ctx, instance, add, remove)
+}
+
+// TestHoldingsWriteRetried: a holdings write that fails is not lost: the holdings are
+// written whole at the next liveness tick, with no other change to prompt it.
+func TestHoldingsWriteRetried(t *testing.T) {
+	fs := &failingHoldings{}
+	fs.n.Store(1)
+	th, srv := startReal(t, hubOptions{hub: func(c *Config) {
+		c.InstanceTimeout = 300 * time.Millisecond
+		fs.Store = c.Store
+		c.Store = fs
+	}})
+	ctx := tctx(t)
+	ada, _ := th.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
+	rdb := srv.Client(t)
+	held := "lockhub:held:{" + th.hub.instance + "}"
+	redistest.Eventually(t, "the holding written after the failed write", func() bool { return rdb.SCard(ctx, held).Val() == 1 })
+	if fs.failed.Load() != 1 {
+		t.Fatalf("%d holdings writes failed, want 1: the test proved nothing", fs.failed.Load())
+	}
+}
+
+// TestNoReapAfterOutage: when Redis was out of reach longer than the instance timeout,
+// every liveness record is stale when it comes back, the live instances' too. Neither
+// of two live instances takes the other for dead then: the lock a socket holds
+// through one of them stays, and so do its holdings, over several timeouts and the
+// grace.
+func TestNoReapAfterOutage(t *testing.T) {
+	srv := redistest.StartServer(t)
+	const timeout, grace = 300 * time.Millisecond, 200 * time.Millisecond
+	o := hubOptions{
+		hub:   func(c *Config) { c.InstanceTimeout, c.ReleaseGrace = timeout, grace },
+		store: func(c *locks.Config) { c.Timeout = 100 * time.Millisecond },
+	}
+	part := redistest.StartPartition(t, srv.Addr())
+	hubOn := func() *testHub {
+		rdb, err := locks.NewClient(part.URL(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rdb.Close() })
+		return startHub(t, rdb, o)
+	}
+	a, b := hubOn(), hubOn()
+	ctx := tctx(t)
+	ada, _ := a.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
+	check := srv.Client(t)
+	held := "lockhub:held:{" + a.hub.instance + "}"
+	redistest.Eventually(t, "A's holding written", func() bool { return check.SCard(ctx, held).Val() == 1 })
+
+	part.Cut()
+	// Redis itself sees the records grow older than the timeout.
+	redistest.Eventually(t, "both records stale", func() bool {
+		old := time.Now().Add(-timeout).UnixMilli()
+		n, _ := check.ZCount(ctx, "lockhub:instances", "-inf", strconv.FormatInt(old, 10)).Result()
+		return n == 2
+	})
+	part.Heal(t)
+	ref := locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"}
+	// A false reap would come at the first tick after Redis is back and release the
+	// lock a grace later: watch over several timeouts past that.
+	for end := time.Now().Add(3*timeout + grace + 500*time.Millisecond); time.Now().Before(end); {
+		if n := a.metric("lockhub_hub_dead_instances_total") + b.metric("lockhub_hub_dead_instances_total"); n != 0 {
+			t.Fatalf("after the outage a live instance took another for dead (%v reaps)", n)
+		}
+		if v, err := check.Exists(ctx, locks.LockKey(ref)).Result(); err != nil || v != 1 {
+			t.Fatalf("Ada's lock, held by a live socket on a live instance, is gone after the outage (%v)", err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(20 * time.Millisecond): // the pace of the checks over the window
+		}
+	}
+	if n := check.SCard(ctx, held).Val(); n != 1 {
+		t.Fatalf("A's holdings = %d after the outage, want 1", n)
+	}
+	if a.metric("lockhub_store_fail_open_total", "op=instances") == 0 {
+		t.Fatal("no heartbeat failed during the cut: the test proved nothing")
+	}
+}
