@@ -198,20 +198,18 @@ func (c *conn) heartbeat() {
 		if err == nil {
 			// The Pong came after everything written before the Ping: read. What was
 			// written after it is checked by the next probe.
+			// Both under one hold of mu: a probe armed between them (a write right
+			// after the Pong) would have its Ping put off by PingEvery, and a reader
+			// that stalled then would be cut that much later.
 			c.lastPong, c.unread = time.Now(), late
 			if late {
 				c.armProbeLocked()
+			} else {
+				c.pingAtLocked(c.lastPong.Add(c.h.cfg.PingEvery))
 			}
 		}
 		c.mu.Unlock()
-		switch {
-		case err == nil:
-			if !late {
-				c.mu.Lock()
-				c.pingAtLocked(time.Now().Add(c.h.cfg.PingEvery))
-				c.mu.Unlock()
-			}
-		case errors.Is(err, context.DeadlineExceeded) && !c.closing():
+		if errors.Is(err, context.DeadlineExceeded) && !c.closing() {
 			c.h.met.limits.WithLabelValues(limitPong).Inc()
 			if unread {
 				c.h.log.LogAttrs(c.h.ctx, slog.LevelInfo, "socket closed: it stopped reading",
@@ -232,7 +230,7 @@ func (c *conn) heartbeat() {
 			c.h.log.LogAttrs(c.h.ctx, slog.LevelInfo, "socket cut: no Pong in time",
 				slog.String("conn", c.id), slog.Duration("waited", c.h.cfg.PongTimeout))
 			c.abort()
-		} // else the socket is closing or closed already
+		} // else the Pong came, or the socket is closing or closed already
 	}()
 }
 
