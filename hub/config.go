@@ -35,7 +35,9 @@ type Store interface {
 	UpdateHoldings(ctx context.Context, instance string, add, remove []locks.Holding) error
 	ReplaceHoldings(ctx context.Context, instance string, all []locks.Holding) error
 	Leave(ctx context.Context, instance string) error
-	Reap(ctx context.Context, timeout time.Duration) ([]locks.DeadInstance, error)
+	Reap(ctx context.Context, timeout, grace time.Duration) ([]locks.DeadInstance, error)
+	DueReaped(ctx context.Context, turn time.Duration) ([]locks.DeadInstance, error)
+	FinishReap(ctx context.Context, instance string) error
 	// Presence and nudges: see view.go.
 	View(ctx context.Context, ref locks.Ref, v locks.View, ttl time.Duration) (locks.Viewers, error)
 	Unview(ctx context.Context, ref locks.Ref, conns ...string) error

@@ -163,6 +163,10 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 			h.held.poke() // a failed write: try again
 		}
 	}
+	var detaching sync.WaitGroup // the dead instances' detaches, joined on return
+	defer detaching.Wait()
+	var mu sync.Mutex
+	busy := map[string]bool{} // guarded by mu; dead instances being detached here
 	beat()
 	for {
 		select {
@@ -174,9 +178,30 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 		if healthy.IsZero() || time.Since(healthy) < h.cfg.InstanceTimeout {
 			continue
 		}
-		dead, _ := h.store.Reap(ctx, h.cfg.InstanceTimeout) // fails open inside; the next tick tries again
+		// Both fail open inside; the next tick tries again.
+		dead, _ := h.store.Reap(ctx, h.cfg.InstanceTimeout, h.cfg.ReleaseGrace)
 		for _, d := range dead {
-			h.reap(d)
+			h.met.deadInstances.Inc()
+			h.log.LogAttrs(ctx, slog.LevelWarn, "an instance stopped without shutting down; releasing the locks its sockets held after the release grace",
+				slog.String("instance", d.ID), slog.Time("lastSeen", d.LastSeen),
+				slog.Duration("grace", h.cfg.ReleaseGrace), slog.String("setting", "instance-timeout"))
+		}
+		// A turn of a timeout: the others take an instance over once it ends unfinished.
+		due, _ := h.store.DueReaped(ctx, h.cfg.InstanceTimeout)
+		for _, d := range due {
+			mu.Lock()
+			started := !busy[d.ID]
+			busy[d.ID] = true
+			mu.Unlock()
+			if !started {
+				continue
+			}
+			detaching.Go(func() {
+				h.detachDead(ctx, d)
+				mu.Lock()
+				delete(busy, d.ID)
+				mu.Unlock()
+			})
 		}
 	}
 }
@@ -188,20 +213,21 @@ func (hs *holdings) pendingWhole() bool {
 	return hs.whole
 }
 
-// reap schedules the detach of a dead instance's holdings after the grace.
-func (h *Hub) reap(d locks.DeadInstance) {
-	h.met.deadInstances.Inc()
-	h.log.LogAttrs(h.ctx, slog.LevelWarn, "an instance stopped without shutting down; releasing the locks its sockets held after the release grace",
-		slog.String("instance", d.ID), slog.Time("lastSeen", d.LastSeen), slog.Int("locks", len(d.Holdings)),
-		slog.Duration("grace", h.cfg.ReleaseGrace), slog.String("setting", "instance-timeout"))
-	type sock struct{ conn, oid string }
-	jobs := map[sock][]locks.Ref{}
+// detachDead detaches a dead instance's holdings, with release, as if its sockets had
+// just closed (their grace has passed), and then forgets the instance. When a detach
+// fails open it leaves the instance reaped: another turn tries again.
+func (h *Hub) detachDead(ctx context.Context, d locks.DeadInstance) {
+	done := true
 	for _, hd := range d.Holdings {
-		k := sock{hd.Conn, hd.Holder}
-		jobs[k] = append(jobs[k], hd.Ref)
+		res, err := h.store.Detach(ctx, hd.Ref, protocol.Holder{OID: hd.Holder}, hd.Conn, true)
+		if err != nil || res.Outcome == protocol.OutcomeUnknown {
+			done = false // refused (cannot happen: the store accepted the ref when claimed) or failed open
+			continue
+		}
+		h.met.reapedLocks.Inc()
+		h.met.detaches.WithLabelValues("grace", string(res.Outcome)).Inc()
 	}
-	for k, refs := range jobs {
-		h.met.reapedLocks.Add(float64(len(refs)))
-		h.rel.schedule(h, detachJob{conn: k.conn, holder: protocol.Holder{OID: k.oid}, refs: refs})
+	if done {
+		_ = h.store.FinishReap(ctx, d.ID) // fails open inside: the instance is due again after its turn
 	}
 }

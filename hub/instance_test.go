@@ -142,3 +142,45 @@ func TestNoReapAfterOutage(t *testing.T) {
 		t.Fatal("no heartbeat failed during the cut: the test proved nothing")
 	}
 }
+
+// TestReaperStopsWithinGrace: the instance that reaps a dead one and then stops (a
+// rolling restart) before the grace has ended leaves the dead one's holdings in Redis:
+// a third instance detaches them, and the lock held only through the dead instance
+// goes.
+func TestReaperStopsWithinGrace(t *testing.T) {
+	srv := redistest.StartServer(t)
+	const timeout, grace = 300 * time.Millisecond, time.Second
+	o := hubOptions{
+		hub:   func(c *Config) { c.InstanceTimeout, c.ReleaseGrace = timeout, grace },
+		store: func(c *locks.Config) { c.Timeout = 100 * time.Millisecond },
+	}
+	part := redistest.StartPartition(t, srv.Addr())
+	rdbA, err := locks.NewClient(part.URL(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdbA.Close() })
+	a := startHub(t, rdbA, o)
+	b := startHub(t, srv.Client(t), o)
+	ctx := tctx(t)
+	ada, _ := a.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
+	check := srv.Client(t)
+	held := "lockhub:held:{" + a.hub.instance + "}"
+	redistest.Eventually(t, "A's holding written", func() bool { return check.SCard(ctx, held).Val() == 1 })
+
+	part.Cut() // A is gone, as far as Redis can tell
+	redistest.Eventually(t, "B reaps A", func() bool { return b.metric("lockhub_hub_dead_instances_total") == 1 })
+	b.stop() // within the grace
+	c := startHub(t, srv.Client(t), o)
+	ref := locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"}
+	redistest.Eventually(t, "the dead instance's lock released by the third instance", func() bool {
+		return check.Exists(ctx, locks.LockKey(ref)).Val() == 0
+	})
+	if got := c.metric("lockhub_hub_reaped_locks_total"); got != 1 {
+		t.Fatalf("the third instance detached %v locks of the dead one, want 1", got)
+	}
+	redistest.Eventually(t, "the reap finished", func() bool {
+		return check.Exists(ctx, held).Val() == 0 && check.ZCard(ctx, "lockhub:reaped").Val() == 0
+	})
+}

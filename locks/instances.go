@@ -22,14 +22,20 @@ import (
 //   - its holdings: the set lockhub:held:{<instance>} of the locks its sockets claimed,
 //     one member per socket and lock (UpdateHoldings).
 // A live instance that finds a record older than the instance timeout takes it (ZREM:
-// exactly one instance wins) and gets its holdings (Reap); it detaches each one, with
-// release, after the grace, as if the socket had just closed: the lock is released
-// unless another socket of the holder, alive, still uses it.
+// exactly one instance wins) and marks it reaped, due a grace later, in lockhub:reaped
+// (Reap). Once due, one instance at a time takes it for a turn (DueReaped), detaches its
+// holdings with release, as if the socket had just closed: the lock is released unless
+// another socket of the holder, alive, still uses it; and then forgets it (FinishReap).
+// The holdings stay in Redis until then, so a reaper that stops or dies within the
+// grace leaves them to the others.
 //
 // These keys are not the tenants': they live in their own slots on a cluster, and no
 // script mixes them with a tenant's keys (every call here is a plain command).
 
-const instancesKey = "lockhub:instances"
+const (
+	instancesKey = "lockhub:instances"
+	reapedKey    = "lockhub:reaped" // instance id -> when its holdings are due for detaching
+)
 
 // heldKey returns the key of an instance's holdings: lockhub:held:{<instance>}.
 func heldKey(instance string) string { return "lockhub:held:{" + instance + "}" }
@@ -173,18 +179,20 @@ func (s *Store) Leave(ctx context.Context, instance string) error {
 // DeadInstance is an instance whose liveness record ran out, and what its sockets held.
 type DeadInstance struct {
 	ID       string
-	LastSeen time.Time
-	Holdings []Holding
+	LastSeen time.Time // Reap only
+	Holdings []Holding // DueReaped only
 }
 
 // Reap takes the instances whose liveness record is older than timeout, each by
-// exactly one caller across all instances, and returns them with their holdings,
-// which it deletes: the caller detaches them. Holdings that do not parse are skipped.
-func (s *Store) Reap(ctx context.Context, timeout time.Duration) ([]DeadInstance, error) {
+// exactly one caller across all instances, and marks each reaped: its holdings are due
+// for detaching grace later (DueReaped). They stay in Redis until then, so that a
+// reaper that stops or dies meanwhile leaves them to the others.
+func (s *Store) Reap(ctx context.Context, timeout, grace time.Duration) ([]DeadInstance, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	now := s.now()
 	dead, err := s.rdb.ZRangeByScoreWithScores(ctx, instancesKey, &redis.ZRangeBy{
-		Min: "-inf", Max: strconv.FormatInt(s.now().Add(-timeout).UnixMilli(), 10), Count: 100,
+		Min: "-inf", Max: strconv.FormatInt(now.Add(-timeout).UnixMilli(), 10), Count: 100,
 	}).Result()
 	if err != nil {
 		s.failOpen(ctx, opInstances, err)
@@ -194,27 +202,85 @@ func (s *Store) Reap(ctx context.Context, timeout time.Duration) ([]DeadInstance
 	var errs []error
 	for _, z := range dead {
 		id, _ := z.Member.(string)
+		if !validInstance(id) {
+			continue // not ours to read
+		}
+		// Marked first: a reaper that dies between the two leaves the record stale,
+		// and the next one marks it again (NX) and takes it.
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.ZAddNX(ctx, reapedKey, redis.Z{Score: float64(now.Add(grace).UnixMilli()), Member: id})
+			p.PExpire(ctx, reapedKey, s.instanceKeysTTL())
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		won, err := s.rdb.ZRem(ctx, instancesKey, id).Result()
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if won == 0 || !validInstance(id) {
-			continue // another instance took it, or not ours to read
+		if won == 1 { // else another instance took it
+			out = append(out, DeadInstance{ID: id, LastSeen: time.UnixMilli(int64(z.Score))})
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		s.failOpen(ctx, opInstances, err)
+		return out, err
+	}
+	return out, nil
+}
+
+// DueReaped takes the reaped instances whose grace has ended, each by one caller for
+// turn, and returns them with their holdings: the caller detaches them, with release,
+// and then calls FinishReap. One the caller does not finish within turn (it died,
+// Redis failed) is due again for the next. An instance that refreshed its record
+// since it was reaped (it lived, cut off from Redis for a while) is not dead: its mark
+// is dropped and it is not returned.
+func (s *Store) DueReaped(ctx context.Context, turn time.Duration) ([]DeadInstance, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	now := s.now()
+	due, err := s.rdb.ZRangeByScore(ctx, reapedKey, &redis.ZRangeBy{
+		Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: 100,
+	}).Result()
+	if err != nil {
+		s.failOpen(ctx, opInstances, err)
+		return nil, err
+	}
+	var out []DeadInstance
+	var errs []error
+	for _, id := range due {
+		if !validInstance(id) {
+			continue
+		}
+		taken, err := s.sc.reaped.Run(ctx, s.rdb, []string{reapedKey}, id, now.UnixMilli(), now.Add(turn).UnixMilli()).Int()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if taken == 0 {
+			continue
+		}
+		if err := s.rdb.ZScore(ctx, instancesKey, id).Err(); err == nil {
+			// Alive after all: its record is back (Heartbeat), and with it its holdings.
+			errs = append(errs, s.rdb.ZRem(ctx, reapedKey, id).Err())
+			continue
+		} else if !errors.Is(err, redis.Nil) {
+			errs = append(errs, err)
+			continue
 		}
 		ms, err := s.rdb.SMembers(ctx, heldKey(id)).Result()
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		d := DeadInstance{ID: id, LastSeen: time.UnixMilli(int64(z.Score))}
+		d := DeadInstance{ID: id}
 		for _, m := range ms {
 			if h, err := parseHolding(m); err == nil {
 				d.Holdings = append(d.Holdings, h)
 			}
-		}
-		if err := s.rdb.Del(ctx, heldKey(id)).Err(); err != nil {
-			errs = append(errs, err)
 		}
 		out = append(out, d)
 	}
@@ -223,4 +289,22 @@ func (s *Store) Reap(ctx context.Context, timeout time.Duration) ([]DeadInstance
 		return out, err
 	}
 	return out, nil
+}
+
+// FinishReap forgets a dead instance whose holdings were detached.
+func (s *Store) FinishReap(ctx context.Context, instance string) error {
+	if !validInstance(instance) {
+		return fmt.Errorf("locks: instance id %q is not valid", instance)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, heldKey(instance))
+		p.ZRem(ctx, reapedKey, instance)
+		return nil
+	})
+	if err != nil {
+		s.failOpen(ctx, opInstances, err)
+	}
+	return err
 }

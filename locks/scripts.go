@@ -29,6 +29,8 @@ var (
 	detachSrc string
 	//go:embed scripts/forcerelease.lua
 	forceReleaseSrc string
+	//go:embed scripts/reaped.lua
+	reapedSrc string
 )
 
 // scripts holds the parsed scripts; one per Store, so no package state is shared.
@@ -42,6 +44,7 @@ type scripts struct {
 	sweep    *redis.Script // answers {found, values}: see sweep.lua
 	presence *redis.Script // presence.lua, without the prelude
 	nudge    *redis.Script // nudge.lua, without the prelude
+	reaped   *redis.Script // reaped.lua, without the prelude: answers 1 or 0
 }
 
 func newScripts() scripts {
@@ -55,6 +58,7 @@ func newScripts() scripts {
 		sweep:    redis.NewScript(preludeSrc + sweepSrc),
 		presence: redis.NewScript(presenceSrc),
 		nudge:    redis.NewScript(nudgeSrc),
+		reaped:   redis.NewScript(reapedSrc),
 	}
 }
 
