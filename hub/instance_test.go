@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
@@ -20,11 +22,8 @@ import (
 func TestHoldingsWrittenAgain(t *testing.T) {
 	th, srv := startReal(t, hubOptions{hub: func(c *Config) { c.InstanceTimeout = 300 * time.Millisecond }})
 	ctx := tctx(t)
-	ada, _ := th.dial("acme", "u-ada")
-	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
 	rdb := srv.Client(t)
-	held := "lockhub:held:{" + th.hub.instance + "}"
-	redistest.Eventually(t, "the holding written", func() bool { return rdb.SCard(ctx, held).Val() == 1 })
+	held := claimHeld(t, th, rdb)
 
 	// What a reaper does (locks.Store.Reap).
 	rdb.ZRem(ctx, "lockhub:instances", th.hub.instance)
@@ -38,6 +37,18 @@ func TestHoldingsWrittenAgain(t *testing.T) {
 	if len(ms) != 1 || !holdingIs(ms[0], want) {
 		t.Fatalf("holdings %q, want Ada's r-1", ms)
 	}
+}
+
+// claimHeld has Ada claim r-1 through th and waits until th's holdings, read through
+// rdb, list it; it returns the holdings' key.
+func claimHeld(t *testing.T, th *testHub, rdb redis.UniversalClient) string {
+	t.Helper()
+	ctx := tctx(t)
+	ada, _ := th.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
+	held := "lockhub:held:{" + th.hub.instance + "}"
+	redistest.Eventually(t, "the holding written", func() bool { return rdb.SCard(ctx, held).Val() == 1 })
+	return held
 }
 
 // holdingIs reports whether a holdings member names want's lock and holder.
@@ -71,12 +82,7 @@ func TestHoldingsWriteRetried(t *testing.T) {
 		fs.Store = c.Store
 		c.Store = fs
 	}})
-	ctx := tctx(t)
-	ada, _ := th.dial("acme", "u-ada")
-	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
-	rdb := srv.Client(t)
-	held := "lockhub:held:{" + th.hub.instance + "}"
-	redistest.Eventually(t, "the holding written after the failed write", func() bool { return rdb.SCard(ctx, held).Val() == 1 })
+	claimHeld(t, th, srv.Client(t)) // written whole after the failed write
 	if fs.failed.Load() != 1 {
 		t.Fatalf("%d holdings writes failed, want 1: the test proved nothing", fs.failed.Load())
 	}

@@ -143,12 +143,7 @@ func TestFailOpenCommandError(t *testing.T) {
 // client made by NewClient (the production settings), well within the contract's 15 s.
 func TestClusterFailover(t *testing.T) {
 	cl := redistest.StartCluster(t)
-	seeds := cl.MasterAddrs()
-	c, err := NewClient(fmt.Sprintf("redis://%s?addr=%s&addr=%s", seeds[0], seeds[1], seeds[2]), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := productionClusterClient(t, cl)
 	s, _ := newStore(t, c, Config{})
 	ctx := ctxT(t)
 	tenant := "acme"
@@ -248,12 +243,7 @@ func TestClusterFailover(t *testing.T) {
 // tenant, rather than wait for TCP to give up after many minutes.
 func TestClusterHungMaster(t *testing.T) {
 	cl := redistest.StartCluster(t)
-	seeds := cl.MasterAddrs()
-	c, err := NewClient(fmt.Sprintf("redis://%s?addr=%s&addr=%s", seeds[0], seeds[1], seeds[2]), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := productionClusterClient(t, cl)
 	s, _ := newStore(t, c, Config{feedQuiet: time.Second})
 	ctx := ctxT(t)
 	tenant := "acme"
@@ -276,6 +266,19 @@ func TestClusterHungMaster(t *testing.T) {
 		return len(rec.of(tenant, ref.UID)) > 0 && rec.resyncedFor(tenant)
 	})
 	t.Logf("the feed delivers again %s after the master hung", time.Since(hung).Round(10*time.Millisecond))
+}
+
+// productionClusterClient is a client of cl made by NewClient, with the production
+// settings, from three seeds.
+func productionClusterClient(t *testing.T, cl *redistest.Cluster) redis.UniversalClient {
+	t.Helper()
+	seeds := cl.MasterAddrs()
+	c, err := NewClient(fmt.Sprintf("redis://%s?addr=%s&addr=%s", seeds[0], seeds[1], seeds[2]), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // waitFeed claims and releases a probe of tenant until rec has seen it.
