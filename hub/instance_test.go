@@ -111,11 +111,8 @@ func TestNoReapAfterOutage(t *testing.T) {
 	}
 	a, b := hubOn(), hubOn()
 	ctx := tctx(t)
-	ada, _ := a.dial("acme", "u-ada")
-	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
 	check := srv.Client(t)
-	held := "lockhub:held:{" + a.hub.instance + "}"
-	redistest.Eventually(t, "A's holding written", func() bool { return check.SCard(ctx, held).Val() == 1 })
+	held := claimHeld(t, a, check)
 
 	part.Cut()
 	// Redis itself sees the records grow older than the timeout.
@@ -169,11 +166,8 @@ func TestReaperStopsWithinGrace(t *testing.T) {
 	a := startHub(t, rdbA, o)
 	b := startHub(t, srv.Client(t), o)
 	ctx := tctx(t)
-	ada, _ := a.dial("acme", "u-ada")
-	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
 	check := srv.Client(t)
-	held := "lockhub:held:{" + a.hub.instance + "}"
-	redistest.Eventually(t, "A's holding written", func() bool { return check.SCard(ctx, held).Val() == 1 })
+	held := claimHeld(t, a, check)
 
 	part.Cut() // A is gone, as far as Redis can tell
 	redistest.Eventually(t, "B reaps A", func() bool { return b.metric("lockhub_hub_dead_instances_total") == 1 })
