@@ -102,7 +102,8 @@
 // anything. So each instance keeps a liveness record in Redis and the list of what its
 // sockets claimed (instance.go); a live instance that finds a record InstanceTimeout
 // old takes it, and detaches the dead instance's sockets after the grace as if they
-// had just closed. Until then a dead socket's id keeps a release from the holder's
+// had just closed; the holdings stay in Redis until that is done, so any live
+// instance finishes what a reaper that stopped began. Until then a dead socket's id keeps a release from the holder's
 // live socket from dropping the lock (it counts as a tab still open); the reaper's
 // detach removes it, and, the live tab's id being gone too, releases the lock. A live
 // tab that still holds the lock keeps it. With the defaults a lock of a dead instance
