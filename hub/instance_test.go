@@ -25,9 +25,15 @@ func TestHoldingsWrittenAgain(t *testing.T) {
 	rdb := srv.Client(t)
 	held := claimHeld(t, th, rdb)
 
-	// What a reaper does (locks.Store.Reap).
-	rdb.ZRem(ctx, "lockhub:instances", th.hub.instance)
-	rdb.Del(ctx, held)
+	// What a reaper does in the end (locks.Store.Reap, then FinishReap), at once: a
+	// heartbeat between the two would write the holdings before they were deleted.
+	if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, "lockhub:instances", th.hub.instance)
+		p.Del(ctx, held)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	redistest.Eventually(t, "the holdings written again", func() bool { return rdb.SCard(ctx, held).Val() == 1 })
 	if got := th.metric("lockhub_hub_taken_for_dead_total"); got != 1 {
 		t.Fatalf("lockhub_hub_taken_for_dead_total = %v, want 1", got)
@@ -95,7 +101,8 @@ func TestHoldingsWriteRetried(t *testing.T) {
 // grace.
 func TestNoReapAfterOutage(t *testing.T) {
 	srv := redistest.StartServer(t)
-	const timeout, grace = 300 * time.Millisecond, 200 * time.Millisecond
+	// A timeout long enough that a busy machine does not starve a heartbeat that long.
+	const timeout, grace = 600 * time.Millisecond, 200 * time.Millisecond
 	o := hubOptions{
 		hub:   func(c *Config) { c.InstanceTimeout, c.ReleaseGrace = timeout, grace },
 		store: func(c *locks.Config) { c.Timeout = 100 * time.Millisecond },
@@ -152,7 +159,8 @@ func TestNoReapAfterOutage(t *testing.T) {
 // goes.
 func TestReaperStopsWithinGrace(t *testing.T) {
 	srv := redistest.StartServer(t)
-	const timeout, grace = 300 * time.Millisecond, time.Second
+	// B must be stopped within the grace after it reaped A: a grace of seconds.
+	const timeout, grace = 300 * time.Millisecond, 3 * time.Second
 	o := hubOptions{
 		hub:   func(c *Config) { c.InstanceTimeout, c.ReleaseGrace = timeout, grace },
 		store: func(c *locks.Config) { c.Timeout = 100 * time.Millisecond },
