@@ -167,26 +167,36 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 	defer detaching.Wait()
 	var mu sync.Mutex
 	busy := map[string]bool{} // guarded by mu; dead instances being detached here
+	// The reaper looks again when the grace of what it reaped ends, not at the next
+	// tick after: a dead instance's locks go a grace after it was found.
+	dueAt := time.NewTimer(time.Hour)
+	dueAt.Stop()
+	defer dueAt.Stop()
 	beat()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			beat()
+			if healthy.IsZero() || time.Since(healthy) < h.cfg.InstanceTimeout {
+				continue
+			}
+			// Fails open inside; the next tick tries again.
+			dead, _ := h.store.Reap(ctx, h.cfg.InstanceTimeout, h.cfg.ReleaseGrace)
+			for _, d := range dead {
+				h.met.deadInstances.Inc()
+				h.log.LogAttrs(ctx, slog.LevelWarn, "an instance stopped without shutting down; releasing the locks its sockets held after the release grace",
+					slog.String("instance", d.ID), slog.Time("lastSeen", d.LastSeen),
+					slog.Duration("grace", h.cfg.ReleaseGrace), slog.String("setting", "instance-timeout"))
+			}
+			if len(dead) > 0 {
+				dueAt.Reset(h.cfg.ReleaseGrace)
+			}
+		case <-dueAt.C:
 		}
-		beat()
-		if healthy.IsZero() || time.Since(healthy) < h.cfg.InstanceTimeout {
-			continue
-		}
-		// Both fail open inside; the next tick tries again.
-		dead, _ := h.store.Reap(ctx, h.cfg.InstanceTimeout, h.cfg.ReleaseGrace)
-		for _, d := range dead {
-			h.met.deadInstances.Inc()
-			h.log.LogAttrs(ctx, slog.LevelWarn, "an instance stopped without shutting down; releasing the locks its sockets held after the release grace",
-				slog.String("instance", d.ID), slog.Time("lastSeen", d.LastSeen),
-				slog.Duration("grace", h.cfg.ReleaseGrace), slog.String("setting", "instance-timeout"))
-		}
-		// A turn of a timeout: the others take an instance over once it ends unfinished.
+		// A turn of a timeout: the others take an instance over once it ends
+		// unfinished. Fails open inside; the next tick tries again.
 		due, _ := h.store.DueReaped(ctx, h.cfg.InstanceTimeout)
 		for _, d := range due {
 			mu.Lock()
