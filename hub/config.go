@@ -31,7 +31,7 @@ type Store interface {
 	Sweep(ctx context.Context, tenant, entityType string, every time.Duration) error
 	RunFeed(ctx context.Context, h locks.FeedHandler) error
 	// Liveness records and holdings: see instance.go.
-	Heartbeat(ctx context.Context, instance string) (missing bool, err error)
+	Heartbeat(ctx context.Context, instance string) (locks.Liveness, error)
 	UpdateHoldings(ctx context.Context, instance string, add, remove []locks.Holding) error
 	ReplaceHoldings(ctx context.Context, instance string, all []locks.Holding) error
 	Leave(ctx context.Context, instance string) error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockhub/lockhub/locks"
@@ -103,9 +104,44 @@ func (hs *holdings) take() (whole bool, all, add, remove []locks.Holding) {
 	return whole, all, add, remove
 }
 
+// putBack returns changes whose write failed to the pending ones, unless newer ones
+// replaced them meanwhile: the next write makes them.
+func (hs *holdings) putBack(add, remove []locks.Holding) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	for _, h := range add {
+		if _, held := hs.all[h]; held {
+			if _, newer := hs.remove[h]; !newer {
+				hs.add[h] = struct{}{}
+			}
+		}
+	}
+	for _, h := range remove {
+		if _, held := hs.all[h]; !held {
+			if _, newer := hs.add[h]; !newer {
+				hs.remove[h] = struct{}{}
+			}
+		}
+	}
+}
+
+// pending reports whether anything waits to be written.
+func (hs *holdings) pending() bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.whole || len(hs.add) > 0 || len(hs.remove) > 0
+}
+
+// any reports whether the sockets hold anything.
+func (hs *holdings) any() bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return len(hs.all) > 0
+}
+
 // holdingsLoop writes the holdings as they change, until ctx is done. A write that
-// fails (the store failed open and said so) lost changes: the holdings are written
-// whole on the next change or liveness tick, whichever comes first.
+// fails (the store failed open and said so) is not lost: its changes wait for the next
+// change or liveness tick, whichever comes first.
 func (h *Hub) holdingsLoop(ctx context.Context) {
 	for {
 		select {
@@ -113,16 +149,19 @@ func (h *Hub) holdingsLoop(ctx context.Context) {
 			return
 		case <-h.held.wake:
 		}
+		whole, all, add, remove := h.held.take()
 		var err error
-		if whole, all, add, remove := h.held.take(); whole {
+		if whole {
 			err = h.store.ReplaceHoldings(ctx, h.instance, all)
 		} else {
 			err = h.store.UpdateHoldings(ctx, h.instance, add, remove)
 		}
-		if err != nil && ctx.Err() == nil {
-			h.held.mu.Lock()
-			h.held.whole = true // poked by the next change or tick
-			h.held.mu.Unlock()
+		switch {
+		case err == nil || ctx.Err() != nil:
+		case whole:
+			h.held.rewrite() // takes whatever all is then
+		default:
+			h.held.putBack(add, remove)
 		}
 	}
 }
@@ -131,37 +170,45 @@ func (h *Hub) holdingsLoop(ctx context.Context) {
 // every InstanceTimeout/3, until ctx is done; then it removes the record (a hub that
 // stops has detached its sockets: nothing is left to reap).
 //
-// It reaps only once its own heartbeats have all succeeded for a whole InstanceTimeout.
-// After Redis was away longer than that, every record is stale, the live instances'
-// too: each refreshes its own within InstanceTimeout/3 of Redis coming back, and an
-// instance that reaped at once would take the others for dead and release the locks
-// their live sockets hold. Waiting a timeout leaves only the dead stale.
+// It reaps only once its own heartbeats have gone without a gap for a whole
+// InstanceTimeout. After Redis was out of reach for long (every instance's record may
+// have gone stale meanwhile), each live instance refreshes its own within
+// InstanceTimeout/3 of Redis coming back; an instance that reaped at once would take
+// the others for dead and release the locks their live sockets hold. A gap of one
+// failed heartbeat is not such an outage: no live record can go stale in it.
 func (h *Hub) livenessLoop(ctx context.Context) {
 	every := h.cfg.InstanceTimeout / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
-	var healthy time.Time // since when every heartbeat succeeded; zero after a failure
-	registered := false   // a heartbeat has succeeded: the record was there since
-	beat := func() {
-		missing, err := h.store.Heartbeat(ctx, h.instance)
+	// A gap between good heartbeats longer than this (two or more failed in a row)
+	// may have let a live instance's record go stale: reaping waits a timeout again.
+	maxGap := h.cfg.InstanceTimeout - every/2
+	var healthy, lastOK time.Time // since when without such a gap; the last good heartbeat
+	registered := false           // a heartbeat has succeeded: the record was there since
+	beat := func(now time.Time) (ok bool) {
+		l, err := h.store.Heartbeat(ctx, h.instance)
 		if err != nil {
-			healthy = time.Time{}
-			return
+			return false
 		}
-		if healthy.IsZero() {
-			healthy = time.Now()
+		if lastOK.IsZero() || now.Sub(lastOK) > maxGap {
+			healthy = now
 		}
-		if missing && registered {
-			// Taken for dead and reaped: the holdings in Redis are gone.
+		lastOK = now
+		switch {
+		case l.RecordMissing && registered:
+			// Taken for dead and reaped: the holdings in Redis are gone, or going.
 			h.log.LogAttrs(ctx, slog.LevelWarn, "this instance's liveness record was gone (it was cut off from Redis longer than the instance timeout, and taken for dead); writing its holdings again",
 				slog.String("instance", h.instance), slog.String("setting", "instance-timeout"))
 			h.met.takenForDead.Inc()
 			h.held.rewrite()
+		case l.HoldingsMissing && h.held.any():
+			h.held.rewrite() // deleted meanwhile (the end of a reap of this instance, eviction)
 		}
 		registered = true
-		if h.held.pendingWhole() {
+		if h.held.pending() {
 			h.held.poke() // a failed write: try again
 		}
+		return true
 	}
 	var detaching sync.WaitGroup // the dead instances' detaches, joined on return
 	defer detaching.Wait()
@@ -172,15 +219,16 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 	dueAt := time.NewTimer(time.Hour)
 	dueAt.Stop()
 	defer dueAt.Stop()
-	beat()
+	beat(time.Now())
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			beat()
-			if healthy.IsZero() || time.Since(healthy) < h.cfg.InstanceTimeout {
-				continue
+		case now := <-t.C:
+			// About a timeout of good heartbeats (ticker times jitter: half a tick
+			// less, so that the third tick after an outage reaps, not the fourth).
+			if !beat(now) || now.Sub(healthy) < h.cfg.InstanceTimeout-every/2 {
+				break // not now: the due holdings below are still taken
 			}
 			// Fails open inside; the next tick tries again.
 			dead, _ := h.store.Reap(ctx, h.cfg.InstanceTimeout, h.cfg.ReleaseGrace)
@@ -195,8 +243,10 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 			}
 		case <-dueAt.C:
 		}
-		// A turn of a timeout: the others take an instance over once it ends
-		// unfinished. Fails open inside; the next tick tries again.
+		// Marks exist only after a reap that passed the check above, and an instance
+		// whose record came back is skipped: no wait here. A turn of a timeout: the
+		// others take an instance over once it ends unfinished. Fails open inside; the
+		// next tick tries again.
 		due, _ := h.store.DueReaped(ctx, h.cfg.InstanceTimeout)
 		for _, d := range due {
 			mu.Lock()
@@ -216,28 +266,29 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 	}
 }
 
-// pendingWhole reports whether the holdings wait to be written whole.
-func (hs *holdings) pendingWhole() bool {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	return hs.whole
-}
-
 // detachDead detaches a dead instance's holdings, with release, as if its sockets had
-// just closed (their grace has passed), and then forgets the instance. When a detach
-// fails open it leaves the instance reaped: another turn tries again.
+// just closed (their grace has passed), detachWorkers at a time, and then forgets the
+// instance. When a detach fails open it leaves the instance reaped: another turn tries
+// again.
 func (h *Hub) detachDead(ctx context.Context, d locks.DeadInstance) {
-	done := true
+	var failed atomic.Bool
+	sem := make(chan struct{}, detachWorkers)
+	var wg sync.WaitGroup
 	for _, hd := range d.Holdings {
-		res, err := h.store.Detach(ctx, hd.Ref, protocol.Holder{OID: hd.Holder}, hd.Conn, true)
-		if err != nil || res.Outcome == protocol.OutcomeUnknown {
-			done = false // refused (cannot happen: the store accepted the ref when claimed) or failed open
-			continue
-		}
-		h.met.reapedLocks.Inc()
-		h.met.detaches.WithLabelValues("grace", string(res.Outcome)).Inc()
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			res, err := h.store.Detach(ctx, hd.Ref, protocol.Holder{OID: hd.Holder}, hd.Conn, true)
+			if err != nil || res.Outcome == protocol.OutcomeUnknown {
+				failed.Store(true) // refused (cannot be: the store took the ref when claimed) or failed open
+				return
+			}
+			h.met.reapedLocks.Inc()
+			h.met.detaches.WithLabelValues("grace", string(res.Outcome)).Inc()
+		})
 	}
-	if done {
+	wg.Wait()
+	if !failed.Load() {
 		_ = h.store.FinishReap(ctx, d.ID) // fails open inside: the instance is due again after its turn
 	}
 }

@@ -3,7 +3,9 @@ package hub
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,7 +107,7 @@ func TestNoReapAfterOutage(t *testing.T) {
 	const timeout, grace = 600 * time.Millisecond, 200 * time.Millisecond
 	o := hubOptions{
 		hub:   func(c *Config) { c.InstanceTimeout, c.ReleaseGrace = timeout, grace },
-		store: func(c *locks.Config) { c.Timeout = 100 * time.Millisecond },
+		store: func(c *locks.Config) { c.Timeout = 200 * time.Millisecond },
 	}
 	part := redistest.StartPartition(t, srv.Addr())
 	hubOn := func() *testHub {
@@ -191,4 +193,81 @@ func TestReaperStopsWithinGrace(t *testing.T) {
 	redistest.Eventually(t, "the reap finished", func() bool {
 		return check.Exists(ctx, held).Val() == 0 && check.ZCard(ctx, "lockhub:reaped").Val() == 0
 	})
+}
+
+// TestHoldingsDeletedWrittenAgain: holdings that vanish from Redis while the instance's
+// record stays (a reap of it that ended after it came back, eviction) are written
+// again at the next heartbeat.
+func TestHoldingsDeletedWrittenAgain(t *testing.T) {
+	th, srv := startReal(t, hubOptions{hub: func(c *Config) { c.InstanceTimeout = 300 * time.Millisecond }})
+	rdb := srv.Client(t)
+	held := claimHeld(t, th, rdb)
+	ctx := tctx(t)
+	rdb.Del(ctx, held) // what FinishReap does
+	redistest.Eventually(t, "the holdings written again", func() bool { return rdb.SCard(ctx, held).Val() == 1 })
+}
+
+// beatLog records the liveness calls of a hub and fails the heartbeats it is told to.
+type beatLog struct {
+	Store
+	fail  atomic.Int32 // heartbeats still to fail
+	mu    sync.Mutex
+	calls []string // "beat", "beat failed", "reap"
+}
+
+func (s *beatLog) note(c string) {
+	s.mu.Lock()
+	s.calls = append(s.calls, c)
+	s.mu.Unlock()
+}
+
+func (s *beatLog) Heartbeat(ctx context.Context, instance string) (locks.Liveness, error) {
+	if s.fail.Add(-1) >= 0 {
+		s.note("beat failed")
+		return locks.Liveness{}, errors.New("heartbeat failed (test)")
+	}
+	s.note("beat")
+	return s.Store.Heartbeat(ctx, instance)
+}
+
+func (s *beatLog) Reap(ctx context.Context, timeout, grace time.Duration) ([]locks.DeadInstance, error) {
+	s.note("reap")
+	return s.Store.Reap(ctx, timeout, grace)
+}
+
+// TestOneFailedHeartbeatKeepsReaping: an instance that reaps goes on reaping at the tick
+// right after one failed heartbeat. A single gap cannot let a live instance's record go
+// stale, so it does not wait a whole timeout again, which would push a dead
+// instance's release past the contract's bound.
+func TestOneFailedHeartbeatKeepsReaping(t *testing.T) {
+	bl := &beatLog{}
+	startReal(t, hubOptions{hub: func(c *Config) {
+		c.InstanceTimeout = 300 * time.Millisecond
+		bl.Store = c.Store
+		c.Store = bl
+	}})
+	calls := func() []string {
+		bl.mu.Lock()
+		defer bl.mu.Unlock()
+		return slices.Clone(bl.calls)
+	}
+	redistest.Eventually(t, "the hub reaps", func() bool { return slices.Contains(calls(), "reap") })
+	bl.fail.Store(1)
+	redistest.Eventually(t, "a heartbeat fails, and two more ticks pass", func() bool {
+		c := calls()
+		i := slices.Index(c, "beat failed")
+		beats := 0
+		for _, call := range c[i+1:] {
+			if i >= 0 && call == "beat" {
+				beats++
+			}
+		}
+		return beats >= 2
+	})
+	c := calls()
+	i := slices.Index(c, "beat failed")
+	after := c[i+1:]
+	if len(after) < 2 || after[0] != "beat" || after[1] != "reap" {
+		t.Fatalf("after a failed heartbeat the hub called %v; want a heartbeat and a reap at the next tick", after)
+	}
 }

@@ -130,16 +130,24 @@ func (s *Store) RunFeed(ctx context.Context, h FeedHandler) error {
 	// error, and receive notices. A connection that went silent it keeps: receive then
 	// returns errSilent, and a new PubSub dials again.
 	lost := false
+	backoff := feedBackoffMin
 	for {
+		began := time.Now()
 		ps := s.rdb.Subscribe(ctx, chans...)
 		err := s.receive(ctx, ps, h, true, lost, nil)
 		if ctx.Err() != nil {
 			return nil
 		}
 		lost = errors.Is(err, errSilent)
-		if !sleepCtx(ctx, feedBackoffMin) {
+		// A connection that lasted has earned a quick retry; one that failed at once
+		// (dials timing out, go-redis's dial breaker open) backs off.
+		if time.Since(began) > s.feedQuiet {
+			backoff = feedBackoffMin
+		}
+		if !sleepCtx(ctx, backoff) {
 			return nil
 		}
+		backoff = min(backoff*2, feedBackoffMax)
 	}
 }
 

@@ -112,7 +112,7 @@ func TestFeedStandaloneHung(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	s, _ := newStore(t, c, Config{Registerer: prometheus.NewRegistry(), feedQuiet: 300 * time.Millisecond})
+	s, _ := newStore(t, c, Config{Registerer: prometheus.NewRegistry(), feedQuiet: 600 * time.Millisecond})
 	rec := runFeed(t, s, s, "acme")
 	ctx := ctxT(t)
 

@@ -74,29 +74,39 @@ func parseHolding(m string) (Holding, error) {
 // break out of the hash tag of its holdings key.
 func validInstance(id string) bool { return ValidOID(id) }
 
-// Heartbeat refreshes instance's liveness record and keeps its holdings alive. It
-// reports whether the record was missing: the instance is new, or another took it for
-// dead (it was cut off from Redis longer than the instance timeout) and reaped it,
-// holdings and all; the caller then writes its holdings again (ReplaceHoldings).
-func (s *Store) Heartbeat(ctx context.Context, instance string) (missing bool, err error) {
+// Liveness is what a Heartbeat found missing in Redis.
+type Liveness struct {
+	// RecordMissing: the instance is new, or another took it for dead (it was cut off
+	// from Redis longer than the instance timeout) and reaped it.
+	RecordMissing bool
+	// HoldingsMissing: the instance holds nothing yet, or its holdings were deleted (a
+	// reap of it, eviction, a failover that lost writes). One that holds locks writes
+	// them again (ReplaceHoldings).
+	HoldingsMissing bool
+}
+
+// Heartbeat refreshes instance's liveness record and keeps its holdings alive, and
+// reports what was missing.
+func (s *Store) Heartbeat(ctx context.Context, instance string) (Liveness, error) {
 	if !validInstance(instance) {
-		return false, fmt.Errorf("locks: instance id %q is not valid", instance)
+		return Liveness{}, fmt.Errorf("locks: instance id %q is not valid", instance)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	ttl := s.instanceKeysTTL()
 	var added *redis.IntCmd
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	var kept *redis.BoolCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		added = p.ZAdd(ctx, instancesKey, redis.Z{Score: float64(s.now().UnixMilli()), Member: instance})
 		p.PExpire(ctx, instancesKey, ttl)
-		p.PExpire(ctx, heldKey(instance), ttl)
+		kept = p.PExpire(ctx, heldKey(instance), ttl)
 		return nil
 	})
 	if err != nil {
 		s.failOpen(ctx, opInstances, err)
-		return false, err
+		return Liveness{}, err
 	}
-	return added.Val() == 1, nil
+	return Liveness{RecordMissing: added.Val() == 1, HoldingsMissing: !kept.Val()}, nil
 }
 
 // ReplaceHoldings makes all the holdings of instance, whatever Redis had: after a
@@ -109,7 +119,7 @@ func (s *Store) ReplaceHoldings(ctx context.Context, instance string, all []Hold
 	defer cancel()
 	key := heldKey(instance)
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { // one key: one slot
-		p.Del(ctx, key)
+		p.Unlink(ctx, key) // a large set is freed off Redis's main thread
 		if len(all) > 0 {
 			p.SAdd(ctx, key, members(all)...)
 			p.PExpire(ctx, key, s.instanceKeysTTL())

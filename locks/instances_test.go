@@ -49,8 +49,8 @@ func testReap(t *testing.T, b backend) {
 		t.Fatalf("a record taken twice: %v", got)
 	}
 	// i-back lives: its next heartbeat finds its record gone.
-	if missing, err := s.Heartbeat(ctx, "i-back"); err != nil || !missing {
-		t.Fatalf("Heartbeat of a reaped instance = %v, %v; want its record missing", missing, err)
+	if l, err := s.Heartbeat(ctx, "i-back"); err != nil || !l.RecordMissing || l.HoldingsMissing {
+		t.Fatalf("Heartbeat of a reaped instance = %+v, %v; want its record missing, its holdings kept", l, err)
 	}
 	if got := ids(s.DueReaped(ctx, turn)); len(got) != 0 {
 		t.Fatalf("due within the grace: %v", got)
@@ -79,6 +79,9 @@ func testReap(t *testing.T, b backend) {
 	}
 	if n := c.Exists(ctx, heldKey("i-dead")).Val(); n != 0 {
 		t.Fatal("a finished reap left the dead instance's holdings")
+	}
+	if l, err := s.Heartbeat(ctx, "i-dead"); err != nil || !l.RecordMissing || !l.HoldingsMissing {
+		t.Fatalf("Heartbeat after a finished reap = %+v, %v; want the record and the holdings missing", l, err)
 	}
 	if n := c.SCard(ctx, heldKey("i-back")).Val(); n != 1 {
 		t.Fatalf("the live instance's holdings = %d, want 1", n)
