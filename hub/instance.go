@@ -22,14 +22,15 @@ import (
 // through a killed instance goes at most InstanceTimeout + InstanceTimeout/3 + the
 // grace after the death (20 s + the grace with the defaults; the contract allows the
 // grace + 30 s), and the killed sockets' ids stop counting for the two-tab rule then.
-// An instance reaps only once its own heartbeats have succeeded for a whole
-// InstanceTimeout (see livenessLoop), and one that finds its record gone, taken for
-// dead while it lived, writes its holdings again (holdings.rewrite).
+// An instance reaps only once its own heartbeats have gone about an InstanceTimeout
+// without two failures in a row (see livenessLoop), and one that finds its record or
+// its holdings gone (taken for dead while it lived, say) writes its holdings again
+// (holdings.rewrite).
 
 // holdings batches the changes to this instance's holdings in Redis. A change waits
 // at most one round trip: the writer flushes whatever gathered while it wrote. It also
-// keeps them all, to write them again whole when Redis lost them: a write failed, or
-// another instance took this one for dead and reaped it.
+// keeps them all, to write them again whole when Redis lost them: another instance took
+// this one for dead and reaped it, or they were evicted.
 type holdings struct {
 	mu     sync.Mutex
 	all    map[locks.Holding]struct{} // guarded by mu; what the sockets hold now
