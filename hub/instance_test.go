@@ -96,6 +96,18 @@ func TestHoldingsWriteRetried(t *testing.T) {
 	}
 }
 
+// hubThrough starts a hub whose Redis, reached with the production client, is behind
+// part: cutting part cuts that hub off.
+func hubThrough(t *testing.T, part *redistest.Partition, o hubOptions) *testHub {
+	t.Helper()
+	rdb, err := locks.NewClient(part.URL(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return startHub(t, rdb, o)
+}
+
 // TestNoReapAfterOutage: when Redis was out of reach longer than the instance timeout,
 // every liveness record is stale when it comes back, the live instances' too. Neither
 // of two live instances takes the other for dead then: the lock a socket holds
@@ -110,15 +122,7 @@ func TestNoReapAfterOutage(t *testing.T) {
 		store: func(c *locks.Config) { c.Timeout = 200 * time.Millisecond },
 	}
 	part := redistest.StartPartition(t, srv.Addr())
-	hubOn := func() *testHub {
-		rdb, err := locks.NewClient(part.URL(), false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rdb.Close() })
-		return startHub(t, rdb, o)
-	}
-	a, b := hubOn(), hubOn()
+	a, b := hubThrough(t, part, o), hubThrough(t, part, o)
 	ctx := tctx(t)
 	check := srv.Client(t)
 	held := claimHeld(t, a, check)
@@ -168,12 +172,7 @@ func TestReaperStopsWithinGrace(t *testing.T) {
 		store: func(c *locks.Config) { c.Timeout = 100 * time.Millisecond },
 	}
 	part := redistest.StartPartition(t, srv.Addr())
-	rdbA, err := locks.NewClient(part.URL(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rdbA.Close() })
-	a := startHub(t, rdbA, o)
+	a := hubThrough(t, part, o)
 	b := startHub(t, srv.Client(t), o)
 	ctx := tctx(t)
 	check := srv.Client(t)
