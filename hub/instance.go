@@ -21,7 +21,9 @@ import (
 // lock is released unless a live socket of its holder still uses it. So a lock claimed
 // through a killed instance goes at most InstanceTimeout + InstanceTimeout/3 + the
 // grace after the death (20 s + the grace with the defaults; the contract allows the
-// grace + 30 s), and the killed sockets' ids stop counting for the two-tab rule then.
+// grace + 30 s). The killed sockets' ids stop counting for the two-tab rule as soon
+// as the instance is found, a grace earlier, wherever a live socket of the holder uses
+// the lock (forgetDead): that socket's release is then the last, and drops the lock.
 // An instance reaps only once its own heartbeats have gone about an InstanceTimeout
 // without two failures in a row (see livenessLoop), and one that finds its record or
 // its holdings gone (taken for dead while it lived, say) writes its holdings again
@@ -242,6 +244,9 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 			if len(dead) > 0 {
 				dueAt.Reset(h.cfg.ReleaseGrace)
 			}
+			for _, d := range dead {
+				detaching.Go(func() { h.forgetDead(ctx, d) })
+			}
 		case <-dueAt.C:
 		}
 		// Marks exist only after a reap that passed the check above, and an instance
@@ -265,6 +270,25 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 			})
 		}
 	}
+}
+
+// forgetDead drops a dead instance's sockets from the locks where another socket
+// uses them, detachWorkers at a time, as soon as the instance is found dead: the
+// two-tab rule then counts the live sockets alone. What fails open here is detached a
+// grace later all the same.
+func (h *Hub) forgetDead(ctx context.Context, d locks.DeadInstance) {
+	sem := make(chan struct{}, detachWorkers)
+	var wg sync.WaitGroup
+	for _, hd := range d.Holdings {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if forgot, err := h.store.Forget(ctx, hd); err == nil && forgot {
+				h.met.forgotten.Inc()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // detachDead detaches a dead instance's holdings, with release, as if its sockets had

@@ -270,3 +270,65 @@ func TestOneFailedHeartbeatKeepsReaping(t *testing.T) {
 		t.Fatalf("after a failed heartbeat the hub called %v; want a heartbeat and a reap at the next tick", after)
 	}
 }
+
+// TestDeadSocketsForgottenWhenFound: as soon as an instance is found dead, its sockets
+// stop counting for the two-tab rule wherever a live socket of the holder uses the
+// lock, a whole release grace before the reaper detaches the rest: the live tab's
+// release then drops the lock at once. A lock held through the dead socket alone
+// waits out the grace (its holder may come back on another instance).
+func TestDeadSocketsForgottenWhenFound(t *testing.T) {
+	const grace = time.Minute // longer than the test: nothing here waits for it
+	th, srv := startReal(t, hubOptions{hub: func(c *Config) {
+		c.InstanceTimeout = 600 * time.Millisecond
+		c.ReleaseGrace = grace
+	}})
+	ctx := tctx(t)
+	rdb := srv.Client(t)
+	ada := protocol.Holder{OID: "u-ada", Name: "Ada"}
+	r1 := locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"} // Ada also has it open on th
+	r2 := locks.Ref{Tenant: "acme", Type: typ, UID: "r-2"} // through the dead socket alone
+	// The dead instance: Ada's socket on it claimed both, and its holdings say so.
+	var held []locks.Holding
+	for _, r := range []locks.Ref{r1, r2} {
+		if res, err := th.store.Claim(ctx, r, ada, "c-dead"); err != nil || res.Outcome != protocol.OutcomeAcquired {
+			t.Fatalf("claim %s through the dead socket: %v %v", r.UID, res.Outcome, err)
+		}
+		held = append(held, locks.Holding{Ref: r, Holder: ada.OID, Conn: "c-dead"})
+	}
+	if err := th.store.UpdateHoldings(ctx, "i-dead", held, nil); err != nil {
+		t.Fatal(err)
+	}
+	tab, w := th.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeRenewed)(tab.Claim(ctx, typ, "r-1"))
+	sockets := func(r locks.Ref) []string {
+		ids := rdb.SMembers(ctx, locks.ConnsKey(r)).Val()
+		slices.Sort(ids)
+		return ids
+	}
+	if got, want := sockets(r1), slices.Sorted(slices.Values([]string{"c-dead", w.ConnectionID})); !slices.Equal(got, want) {
+		t.Fatalf("sockets of r-1: %v, want %v", got, want)
+	}
+	// It stopped an hour ago.
+	if err := rdb.ZAdd(ctx, "lockhub:instances", redis.Z{Score: float64(time.Now().Add(-time.Hour).UnixMilli()), Member: "i-dead"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, "the dead socket forgotten on r-1", func() bool {
+		return slices.Equal(sockets(r1), []string{w.ConnectionID})
+	})
+	if got := th.metric("lockhub_hub_dead_instances_total"); got != 1 {
+		t.Fatalf("lockhub_hub_dead_instances_total = %v, want 1", got)
+	}
+	if got := th.metric("lockhub_hub_dead_sockets_forgotten_total"); got != 1 {
+		t.Fatalf("lockhub_hub_dead_sockets_forgotten_total = %v, want 1 (r-1 alone)", got)
+	}
+	expect(t, protocol.OutcomeReleased)(tab.Release(ctx, typ, "r-1"))
+	if n := rdb.Exists(ctx, locks.LockKey(r1)).Val(); n != 0 {
+		t.Fatal("r-1 kept after the holder's last live tab released it")
+	}
+	if n := rdb.Exists(ctx, locks.LockKey(r2)).Val(); n != 1 {
+		t.Fatal("r-2 released before the grace ended")
+	}
+	if got := sockets(r2); !slices.Equal(got, []string{"c-dead"}) {
+		t.Fatalf("sockets of r-2: %v, want the dead one kept for the detach after the grace", got)
+	}
+}

@@ -25,6 +25,7 @@ type metrics struct {
 	deadInstances prometheus.Counter       // instances found dead and reaped here
 	takenForDead  prometheus.Counter       // times this instance's own record was found gone
 	reapedLocks   prometheus.Counter       // locks of dead instances' sockets scheduled for release
+	forgotten     prometheus.Counter       // dead sockets dropped at once from locks a live socket uses
 	requestTiming *prometheus.HistogramVec // type
 	limits        *prometheus.CounterVec   // limit: one of the limit* labels
 	views         prometheus.Gauge         // entities viewed, summed over sockets
@@ -96,6 +97,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		reapedLocks: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_reaped_locks_total", Help: "Locks claimed through the sockets of dead instances, detached by this instance after the release grace.",
+		}),
+		forgotten: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_dead_sockets_forgotten_total", Help: "Sockets of dead instances that stopped counting for the two-tab rule as soon as the instance was found dead, on locks another socket of the holder used.",
 		}),
 		detaches: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_detaches_total", Help: "Locks detached from closed sockets, by why (grace, shutdown) and outcome.",

@@ -23,7 +23,9 @@ import (
 //     one member per socket and lock (UpdateHoldings).
 // A live instance that finds a record older than the instance timeout takes it (ZREM:
 // exactly one instance wins) and marks it reaped, due a grace later, in lockhub:reaped
-// (Reap). Once due, one instance at a time takes it for a turn (DueReaped), detaches its
+// (Reap). At once, its sockets stop counting for the two-tab rule wherever another
+// socket uses the lock (Forget): a live tab of the holder that releases it then is its
+// last. Once due, one instance at a time takes it for a turn (DueReaped), detaches its
 // holdings with release, as if the socket had just closed: the lock is released unless
 // another socket of the holder, alive, still uses it; and then forgets it (FinishReap).
 // The holdings stay in Redis until then, so a reaper that stops or dies within the
@@ -190,13 +192,14 @@ func (s *Store) Leave(ctx context.Context, instance string) error {
 type DeadInstance struct {
 	ID       string
 	LastSeen time.Time // Reap only
-	Holdings []Holding // DueReaped only
+	Holdings []Holding
 }
 
 // Reap takes the instances whose liveness record is older than timeout, each by
 // exactly one caller across all instances, and marks each reaped: its holdings are due
 // for detaching grace later (DueReaped). They stay in Redis until then, so that a
-// reaper that stops or dies meanwhile leaves them to the others.
+// reaper that stops or dies meanwhile leaves them to the others. Each is returned with
+// its holdings, for the caller to Forget.
 func (s *Store) Reap(ctx context.Context, timeout, grace time.Duration) ([]DeadInstance, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -231,9 +234,15 @@ func (s *Store) Reap(ctx context.Context, timeout, grace time.Duration) ([]DeadI
 			errs = append(errs, err)
 			continue
 		}
-		if won == 1 { // else another instance took it
-			out = append(out, DeadInstance{ID: id, LastSeen: time.UnixMilli(int64(z.Score))})
+		if won == 0 {
+			continue // another instance took it
 		}
+		d := DeadInstance{ID: id, LastSeen: time.UnixMilli(int64(z.Score))}
+		d.Holdings, err = s.holdings(ctx, id)
+		if err != nil {
+			errs = append(errs, err) // taken all the same: DueReaped reads them again
+		}
+		out = append(out, d)
 	}
 	if err := errors.Join(errs...); err != nil {
 		s.failOpen(ctx, opInstances, err)
@@ -281,24 +290,52 @@ func (s *Store) DueReaped(ctx context.Context, turn time.Duration) ([]DeadInstan
 			errs = append(errs, err)
 			continue
 		}
-		ms, err := s.rdb.SMembers(ctx, heldKey(id)).Result()
+		hs, err := s.holdings(ctx, id)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		d := DeadInstance{ID: id}
-		for _, m := range ms {
-			if h, err := parseHolding(m); err == nil {
-				d.Holdings = append(d.Holdings, h)
-			}
-		}
-		out = append(out, d)
+		out = append(out, DeadInstance{ID: id, Holdings: hs})
 	}
 	if err := errors.Join(errs...); err != nil {
 		s.failOpen(ctx, opInstances, err)
 		return out, err
 	}
 	return out, nil
+}
+
+// holdings reads instance's holdings; one that does not parse is not ours and is left.
+func (s *Store) holdings(ctx context.Context, instance string) ([]Holding, error) {
+	ms, err := s.rdb.SMembers(ctx, heldKey(instance)).Result()
+	if err != nil {
+		return nil, err
+	}
+	var out []Holding
+	for _, m := range ms {
+		if h, err := parseHolding(m); err == nil {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// Forget drops the socket of a holding of a dead instance from its lock's sockets,
+// unless it is the last there, and reports whether it did (forget.lua). Called when
+// the instance is found dead: where the holder also uses the lock from a live socket,
+// the dead one no longer counts for the two-tab rule, so that the live one's release
+// is its last; where it is the last, it stays for the detach a grace later.
+func (s *Store) Forget(ctx context.Context, h Holding) (bool, error) {
+	if err := h.Ref.Validate(); err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	n, err := s.sc.forget.Run(ctx, s.rdb, []string{ConnsKey(h.Ref)}, h.Conn).Int()
+	if err != nil {
+		s.failOpen(ctx, opInstances, err)
+		return false, err
+	}
+	return n == 1, nil
 }
 
 // FinishReap forgets a dead instance whose holdings were detached.

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/lockhub/lockhub/protocol"
 )
 
 // testReap drives the reap of dead instances by the store's clock: a stale record is
@@ -42,8 +44,14 @@ func testReap(t *testing.T, b backend) {
 		t.Fatalf("fresh records reaped: %v", got)
 	}
 	clk.advance(timeout + time.Millisecond)
-	if got := ids(s.Reap(ctx, timeout, grace)); !slices.Equal(got, []string{"i-back", "i-dead"}) {
+	reaped, err := s.Reap(ctx, timeout, grace)
+	if got := ids(reaped, err); !slices.Equal(got, []string{"i-back", "i-dead"}) {
 		t.Fatalf("Reap = %v, want both stale records", got)
+	}
+	for _, d := range reaped {
+		if !slices.Equal(d.Holdings, []Holding{h}) {
+			t.Fatalf("Reap gave %s's holdings as %+v, want %+v", d.ID, d.Holdings, h)
+		}
 	}
 	if got := ids(s.Reap(ctx, timeout, grace)); len(got) != 0 {
 		t.Fatalf("a record taken twice: %v", got)
@@ -85,5 +93,46 @@ func testReap(t *testing.T, b backend) {
 	}
 	if n := c.SCard(ctx, heldKey("i-back")).Val(); n != 1 {
 		t.Fatalf("the live instance's holdings = %d, want 1", n)
+	}
+}
+
+// testForget: a dead socket is dropped from a lock's sockets where another socket is
+// left, and kept where it is the last (for the detach after the grace); Forget changes
+// nothing else: the lock, its events, a socket that is not there.
+func testForget(t *testing.T, b backend) {
+	c := b.client(t)
+	s, _ := newStore(t, c, Config{})
+	ctx := ctxT(t)
+	two := Ref{"acme", "ApprovalRequest", "r-forget-1"} // the dead tab and a live one
+	one := Ref{"acme", "ApprovalRequest", "r-forget-2"} // the dead tab alone
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, two, ada, "c-dead"))
+	expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, two, ada, "c-live"))
+	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, one, ada, "c-dead"))
+	forget := func(r Ref, conn string, want bool) {
+		t.Helper()
+		if got, err := s.Forget(ctx, Holding{Ref: r, Holder: ada.OID, Conn: conn}); err != nil || got != want {
+			t.Fatalf("Forget(%s, %s) = %v, %v; want %v", r.UID, conn, got, err, want)
+		}
+	}
+	forget(two, "c-dead", true)
+	forget(two, "c-dead", false) // not there any more
+	forget(one, "c-dead", false) // the last
+	forget(two, "c-live", false) // the last now
+	if got := c.SMembers(ctx, ConnsKey(two)).Val(); !slices.Equal(got, []string{"c-live"}) {
+		t.Fatalf("sockets of %s: %v, want c-live alone", two.UID, got)
+	}
+	if got := c.SMembers(ctx, ConnsKey(one)).Val(); !slices.Equal(got, []string{"c-dead"}) {
+		t.Fatalf("sockets of %s: %v, want c-dead kept", one.UID, got)
+	}
+	// The live tab's release is now the last: the lock goes.
+	expect(t, protocol.OutcomeReleased)(s.Release(ctx, two, ada, "c-live"))
+	if n := c.Exists(ctx, LockKey(two)).Val(); n != 0 {
+		t.Fatalf("%s kept after its last live socket released it", two.UID)
+	}
+	if l, err := s.Get(ctx, one); err != nil || l == nil || l.HolderOID != ada.OID {
+		t.Fatalf("%s after Forget: %+v, %v; want Ada's lock untouched", one.UID, l, err)
+	}
+	if _, err := s.Forget(ctx, Holding{Ref: Ref{"acme", "ApprovalRequest", "bad uid"}, Conn: "c-dead"}); err == nil {
+		t.Fatal("Forget took an invalid ref")
 	}
 }

@@ -31,6 +31,8 @@ var (
 	forceReleaseSrc string
 	//go:embed scripts/reaped.lua
 	reapedSrc string
+	//go:embed scripts/forget.lua
+	forgetSrc string
 )
 
 // scripts holds the parsed scripts; one per Store, so no package state is shared.
@@ -45,6 +47,7 @@ type scripts struct {
 	presence *redis.Script // presence.lua, without the prelude
 	nudge    *redis.Script // nudge.lua, without the prelude
 	reaped   *redis.Script // reaped.lua, without the prelude: answers 1 or 0
+	forget   *redis.Script // forget.lua, without the prelude: answers 1 or 0
 }
 
 func newScripts() scripts {
@@ -59,6 +62,7 @@ func newScripts() scripts {
 		presence: redis.NewScript(presenceSrc),
 		nudge:    redis.NewScript(nudgeSrc),
 		reaped:   redis.NewScript(reapedSrc),
+		forget:   redis.NewScript(forgetSrc),
 	}
 }
 
