@@ -31,6 +31,10 @@ import (
 // The holdings stay in Redis until then, so a reaper that stops or dies within the
 // grace leaves them to the others.
 //
+// Every time here (the records' scores, the due times) is the clock of the Redis server
+// that holds lockhub:instances (serverNow), never an instance's own: an instance whose
+// clock ran ahead would take the others for dead.
+//
 // These keys are not the tenants': they live in their own slots on a cluster, and no
 // script mixes them with a tenant's keys (every call here is a plain command).
 
@@ -41,6 +45,16 @@ const (
 
 // heldKey returns the key of an instance's holdings: lockhub:held:{<instance>}.
 func heldKey(instance string) string { return "lockhub:held:{" + instance + "}" }
+
+// serverNow reads the clock of the Redis server that holds lockhub:instances (now.lua
+// runs where its key lives), which scores and judges every instance's liveness.
+func (s *Store) serverNow(ctx context.Context) (time.Time, error) {
+	ms, err := s.sc.now.Run(ctx, s.rdb, []string{instancesKey}).Int64()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(ms).Add(s.shift), nil
+}
 
 // instanceKeysTTL bounds how long the liveness records and holdings outlive the last
 // instance that refreshed them: with every instance dead, nobody reaps, and the locks
@@ -95,11 +109,16 @@ func (s *Store) Heartbeat(ctx context.Context, instance string) (Liveness, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	now, err := s.serverNow(ctx)
+	if err != nil {
+		s.failOpen(ctx, opInstances, err)
+		return Liveness{}, err
+	}
 	ttl := s.instanceKeysTTL()
 	var added *redis.IntCmd
 	var kept *redis.BoolCmd
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		added = p.ZAdd(ctx, instancesKey, redis.Z{Score: float64(s.now().UnixMilli()), Member: instance})
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		added = p.ZAdd(ctx, instancesKey, redis.Z{Score: float64(now.UnixMilli()), Member: instance})
 		p.PExpire(ctx, instancesKey, ttl)
 		kept = p.PExpire(ctx, heldKey(instance), ttl)
 		return nil
@@ -203,7 +222,11 @@ type DeadInstance struct {
 func (s *Store) Reap(ctx context.Context, timeout, grace time.Duration) ([]DeadInstance, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	now := s.now()
+	now, err := s.serverNow(ctx)
+	if err != nil {
+		s.failOpen(ctx, opInstances, err)
+		return nil, err
+	}
 	dead, err := s.rdb.ZRangeByScoreWithScores(ctx, instancesKey, &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(now.Add(-timeout).UnixMilli(), 10), Count: 100,
 	}).Result()
@@ -260,7 +283,11 @@ func (s *Store) Reap(ctx context.Context, timeout, grace time.Duration) ([]DeadI
 func (s *Store) DueReaped(ctx context.Context, turn time.Duration) ([]DeadInstance, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	now := s.now()
+	now, err := s.serverNow(ctx)
+	if err != nil {
+		s.failOpen(ctx, opInstances, err)
+		return nil, err
+	}
 	due, err := s.rdb.ZRangeByScore(ctx, reapedKey, &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: 100,
 	}).Result()

@@ -8,15 +8,16 @@ import (
 	"github.com/lockhub/lockhub/protocol"
 )
 
-// testReap drives the reap of dead instances by the store's clock: a stale record is
+// testReap drives the reap of dead instances by the server's clock, shifted (Store.shift):
+// a stale record is
 // taken once and marked; its holdings are due only once the grace has ended, then to
 // one taker per turn, and to the next one when a turn ends unfinished; FinishReap
 // forgets it, holdings and all. An instance whose record is back before its holdings
 // are due (it lived) is dropped from the reaped, not detached.
 func testReap(t *testing.T, b backend) {
 	c := b.client(t)
-	clk := newClock()
-	s, _ := newStore(t, c, Config{Now: clk.Now})
+	s, _ := newStore(t, c, Config{})
+	advance := func(d time.Duration) { s.shift += d }
 	ctx := ctxT(t)
 	const timeout, grace, turn = time.Second, 2 * time.Second, 3 * time.Second
 	h := Holding{Ref: Ref{"acme", "ApprovalRequest", "r-1"}, Holder: "u-ada", Conn: "c-1"}
@@ -43,7 +44,7 @@ func testReap(t *testing.T, b backend) {
 	if got := ids(s.Reap(ctx, timeout, grace)); len(got) != 0 {
 		t.Fatalf("fresh records reaped: %v", got)
 	}
-	clk.advance(timeout + time.Millisecond)
+	advance(timeout + time.Millisecond)
 	reaped, err := s.Reap(ctx, timeout, grace)
 	if got := ids(reaped, err); !slices.Equal(got, []string{"i-back", "i-dead"}) {
 		t.Fatalf("Reap = %v, want both stale records", got)
@@ -63,7 +64,7 @@ func testReap(t *testing.T, b backend) {
 	if got := ids(s.DueReaped(ctx, turn)); len(got) != 0 {
 		t.Fatalf("due within the grace: %v", got)
 	}
-	clk.advance(grace)
+	advance(grace)
 	due, err := s.DueReaped(ctx, turn)
 	if got := ids(due, err); !slices.Equal(got, []string{"i-dead"}) {
 		t.Fatalf("DueReaped after the grace = %v, want i-dead alone (i-back lives)", got)
@@ -74,14 +75,14 @@ func testReap(t *testing.T, b backend) {
 	if got := ids(s.DueReaped(ctx, turn)); len(got) != 0 {
 		t.Fatalf("taken again within its turn: %v", got)
 	}
-	clk.advance(turn)
+	advance(turn)
 	if got := ids(s.DueReaped(ctx, turn)); !slices.Equal(got, []string{"i-dead"}) {
 		t.Fatalf("after an unfinished turn DueReaped = %v, want i-dead again", got)
 	}
 	if err := s.FinishReap(ctx, "i-dead"); err != nil {
 		t.Fatal(err)
 	}
-	clk.advance(10 * turn)
+	advance(10 * turn)
 	if got := ids(s.DueReaped(ctx, turn)); len(got) != 0 {
 		t.Fatalf("a finished reap is due again: %v", got)
 	}
@@ -134,5 +135,25 @@ func testForget(t *testing.T, b backend) {
 	}
 	if _, err := s.Forget(ctx, Holding{Ref: Ref{"acme", "ApprovalRequest", "bad uid"}, Conn: "c-dead"}); err == nil {
 		t.Fatal("Forget took an invalid ref")
+	}
+}
+
+// testSkewedClocks: liveness is judged by the Redis server's clock, not the instances':
+// an instance whose clock runs an hour ahead takes no live instance for dead, and one
+// whose clock runs an hour behind is not taken for dead.
+func testSkewedClocks(t *testing.T, b backend) {
+	c := b.client(t)
+	ahead, _ := newStore(t, c, Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	behind, _ := newStore(t, c, Config{Now: func() time.Time { return time.Now().Add(-time.Hour) }})
+	ctx := ctxT(t)
+	for _, s := range []*Store{ahead, behind} {
+		if _, err := s.Heartbeat(ctx, "i-skewed"); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []*Store{ahead, behind} {
+			if dead, err := r.Reap(ctx, time.Minute, time.Second); err != nil || len(dead) != 0 {
+				t.Fatalf("Reap by a skewed clock = %+v, %v; want no live instance taken", dead, err)
+			}
+		}
 	}
 }

@@ -52,6 +52,7 @@ func TestStore(t *testing.T) {
 			t.Run("presence odd data", func(t *testing.T) { testPresenceOddData(t, b) })
 			t.Run("reap", func(t *testing.T) { testReap(t, b) })
 			t.Run("forget", func(t *testing.T) { testForget(t, b) })
+			t.Run("skewed clocks", func(t *testing.T) { testSkewedClocks(t, b) })
 			if b.cluster != nil {
 				t.Run("seed bug regression", func(t *testing.T) { testSeedBugRegression(t, b.cluster) })
 				t.Run("key slots", func(t *testing.T) { testKeySlotsOnCluster(t, b.cluster) })

@@ -33,6 +33,8 @@ var (
 	reapedSrc string
 	//go:embed scripts/forget.lua
 	forgetSrc string
+	//go:embed scripts/now.lua
+	nowSrc string
 )
 
 // scripts holds the parsed scripts; one per Store, so no package state is shared.
@@ -48,6 +50,7 @@ type scripts struct {
 	nudge    *redis.Script // nudge.lua, without the prelude
 	reaped   *redis.Script // reaped.lua, without the prelude: answers 1 or 0
 	forget   *redis.Script // forget.lua, without the prelude: answers 1 or 0
+	now      *redis.Script // now.lua, without the prelude: the server's Unix ms
 }
 
 func newScripts() scripts {
@@ -63,6 +66,7 @@ func newScripts() scripts {
 		nudge:    redis.NewScript(nudgeSrc),
 		reaped:   redis.NewScript(reapedSrc),
 		forget:   redis.NewScript(forgetSrc),
+		now:      redis.NewScript(nowSrc),
 	}
 }
 

@@ -95,6 +95,9 @@ type Store struct {
 	// feedQuiet is how long the feed's connection may be silent before it is pinged;
 	// the Pong has a third of it.
 	feedQuiet time.Duration
+	// shift moves the server's clock as liveness reads it (serverNow): tests only, to
+	// drive time on a real server. Zero otherwise.
+	shift time.Duration
 	// foreign is foreignLock's head and tail for each lockable type, made once: every
 	// sweep and every snapshot read needs its type's.
 	foreign map[string][2]string
