@@ -38,6 +38,7 @@ type Store interface {
 	Reap(ctx context.Context, timeout, grace time.Duration) ([]locks.DeadInstance, error)
 	DueReaped(ctx context.Context, turn time.Duration) ([]locks.DeadInstance, error)
 	Forget(ctx context.Context, h locks.Holding) (bool, error)
+	Reattach(ctx context.Context, h locks.Holding) (bool, error)
 	FinishReap(ctx context.Context, instance string) error
 	// Presence and nudges: see view.go.
 	View(ctx context.Context, ref locks.Ref, v locks.View, ttl time.Duration) (locks.Viewers, error)

@@ -27,7 +27,8 @@ import (
 // An instance reaps only once its own heartbeats have gone about an InstanceTimeout
 // without two failures in a row (see livenessLoop), and one that finds its record or
 // its holdings gone (taken for dead while it lived, say) writes its holdings again
-// (holdings.rewrite).
+// (holdings.rewrite); one taken for dead also puts its sockets back where the reaper
+// forgot them (reattach).
 
 // holdings batches the changes to this instance's holdings in Redis. A change waits
 // at most one round trip: the writer flushes whatever gathered while it wrote. It also
@@ -128,6 +129,17 @@ func (hs *holdings) putBack(add, remove []locks.Holding) {
 	}
 }
 
+// snapshot returns every holding.
+func (hs *holdings) snapshot() []locks.Holding {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	out := make([]locks.Holding, 0, len(hs.all))
+	for h := range hs.all {
+		out = append(out, h)
+	}
+	return out
+}
+
 // pending reports whether anything waits to be written.
 func (hs *holdings) pending() bool {
 	hs.mu.Lock()
@@ -188,6 +200,11 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 	maxGap := h.cfg.InstanceTimeout - every/2
 	var healthy, lastOK time.Time // since when without such a gap; the last good heartbeat
 	registered := false           // a heartbeat has succeeded: the record was there since
+	var detaching sync.WaitGroup  // the dead instances' detaches, this one's reattaches; joined on return
+	defer detaching.Wait()
+	// Heartbeats still to put this instance's sockets back, after it found it was taken
+	// for dead: two, for a reaper's forget that ran late, after the first.
+	reattachBeats := 0
 	beat := func(now time.Time) (ok bool) {
 		l, err := h.store.Heartbeat(ctx, h.instance)
 		if err != nil {
@@ -204,17 +221,20 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 				slog.String("instance", h.instance), slog.String("setting", "instance-timeout"))
 			h.met.takenForDead.Inc()
 			h.held.rewrite()
+			reattachBeats = 2
 		case l.HoldingsMissing && h.held.any():
 			h.held.rewrite() // deleted meanwhile (the end of a reap of this instance, eviction)
 		}
 		registered = true
+		if reattachBeats > 0 {
+			reattachBeats--
+			detaching.Go(func() { h.reattach(ctx) })
+		}
 		if h.held.pending() {
 			h.held.poke() // a failed write: try again
 		}
 		return true
 	}
-	var detaching sync.WaitGroup // the dead instances' detaches, joined on return
-	defer detaching.Wait()
 	var mu sync.Mutex
 	busy := map[string]bool{} // guarded by mu; dead instances being detached here
 	// The reaper looks again when the grace of what it reaped ends, not at the next
@@ -270,6 +290,24 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 			})
 		}
 	}
+}
+
+// reattach puts this instance's sockets back into the sockets of the locks they hold,
+// detachWorkers at a time: a reaper that took this instance for dead dropped them
+// (forgetDead), and they count again for the two-tab rule.
+func (h *Hub) reattach(ctx context.Context) {
+	sem := make(chan struct{}, detachWorkers)
+	var wg sync.WaitGroup
+	for _, hd := range h.held.snapshot() {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if put, err := h.store.Reattach(ctx, hd); err == nil && put {
+				h.met.reattached.Inc()
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // forgetDead drops a dead instance's sockets from the locks where another socket

@@ -130,7 +130,7 @@ func TestNoReapAfterOutage(t *testing.T) {
 	part.Cut()
 	// Redis itself sees the records grow older than the timeout.
 	redistest.Eventually(t, "both records stale", func() bool {
-		old := time.Now().Add(-timeout).UnixMilli()
+		old := check.Time(ctx).Val().Add(-timeout).UnixMilli() // the server's clock scores them
 		n, _ := check.ZCount(ctx, "lockhub:instances", "-inf", strconv.FormatInt(old, 10)).Result()
 		return n == 2
 	})
@@ -318,9 +318,10 @@ func TestDeadSocketsForgottenWhenFound(t *testing.T) {
 	if got := th.metric("lockhub_hub_dead_instances_total"); got != 1 {
 		t.Fatalf("lockhub_hub_dead_instances_total = %v, want 1", got)
 	}
-	if got := th.metric("lockhub_hub_dead_sockets_forgotten_total"); got != 1 {
-		t.Fatalf("lockhub_hub_dead_sockets_forgotten_total = %v, want 1 (r-1 alone)", got)
-	}
+	// Counted once Forget has answered, a moment after the set changed.
+	redistest.Eventually(t, "r-1's forgotten socket counted", func() bool {
+		return th.metric("lockhub_hub_dead_sockets_forgotten_total") == 1
+	})
 	expect(t, protocol.OutcomeReleased)(tab.Release(ctx, typ, "r-1"))
 	if n := rdb.Exists(ctx, locks.LockKey(r1)).Val(); n != 0 {
 		t.Fatal("r-1 kept after the holder's last live tab released it")
@@ -330,5 +331,50 @@ func TestDeadSocketsForgottenWhenFound(t *testing.T) {
 	}
 	if got := sockets(r2); !slices.Equal(got, []string{"c-dead"}) {
 		t.Fatalf("sockets of r-2: %v, want the dead one kept for the detach after the grace", got)
+	}
+	if got := th.metric("lockhub_hub_dead_sockets_forgotten_total"); got != 1 {
+		t.Fatalf("lockhub_hub_dead_sockets_forgotten_total = %v, want 1 (r-1 alone)", got)
+	}
+}
+
+// TestReattachAfterTakenForDead: an instance cut off from Redis longer than the
+// instance timeout is taken for dead, and the reaper drops its socket from a lock its
+// holder also uses from a live instance. Back, it puts the socket back: the other tab's
+// release then leaves the lock to it, as the two-tab rule says.
+func TestReattachAfterTakenForDead(t *testing.T) {
+	srv := redistest.StartServer(t)
+	// A grace longer than the test: no reaped holding is detached meanwhile.
+	const timeout, grace = 300 * time.Millisecond, time.Minute
+	o := hubOptions{
+		hub:   func(c *Config) { c.InstanceTimeout, c.ReleaseGrace = timeout, grace },
+		store: func(c *locks.Config) { c.Timeout = 100 * time.Millisecond },
+	}
+	part := redistest.StartPartition(t, srv.Addr())
+	a := hubThrough(t, part, o)
+	b := startHub(t, srv.Client(t), o)
+	ctx := tctx(t)
+	check := srv.Client(t)
+	claimHeld(t, a, check) // Ada's tab on A claims r-1
+	onB, w := b.dial("acme", "u-ada")
+	expect(t, protocol.OutcomeRenewed)(onB.Claim(ctx, typ, "r-1"))
+	ref := locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"}
+
+	part.Cut()
+	redistest.Eventually(t, "B takes A for dead and forgets its socket on r-1", func() bool {
+		return b.metric("lockhub_hub_dead_sockets_forgotten_total") == 1
+	})
+	if ids := check.SMembers(ctx, locks.ConnsKey(ref)).Val(); !slices.Equal(ids, []string{w.ConnectionID}) {
+		t.Fatalf("sockets of r-1 while A is cut off: %v, want B's alone", ids)
+	}
+	part.Heal(t)
+	redistest.Eventually(t, "A puts its socket back", func() bool {
+		return a.metric("lockhub_hub_sockets_reattached_total") >= 1 && check.SCard(ctx, locks.ConnsKey(ref)).Val() == 2
+	})
+	if got := a.metric("lockhub_hub_taken_for_dead_total"); got != 1 {
+		t.Fatalf("lockhub_hub_taken_for_dead_total = %v, want 1", got)
+	}
+	expect(t, protocol.OutcomeReleased)(onB.Release(ctx, typ, "r-1"))
+	if n := check.Exists(ctx, locks.LockKey(ref)).Val(); n != 1 {
+		t.Fatal("r-1 dropped by the tab on B while Ada's tab on A, alive, holds it")
 	}
 }

@@ -26,6 +26,7 @@ type metrics struct {
 	takenForDead  prometheus.Counter       // times this instance's own record was found gone
 	reapedLocks   prometheus.Counter       // locks of dead instances' sockets scheduled for release
 	forgotten     prometheus.Counter       // dead sockets dropped at once from locks a live socket uses
+	reattached    prometheus.Counter       // this instance's sockets put back after it was taken for dead
 	requestTiming *prometheus.HistogramVec // type
 	limits        *prometheus.CounterVec   // limit: one of the limit* labels
 	views         prometheus.Gauge         // entities viewed, summed over sockets
@@ -100,6 +101,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		forgotten: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_dead_sockets_forgotten_total", Help: "Sockets of dead instances that stopped counting for the two-tab rule as soon as the instance was found dead, on locks another socket of the holder used.",
+		}),
+		reattached: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_sockets_reattached_total", Help: "Sockets of this instance put back into their locks' sockets after it found it was taken for dead (a reaper had dropped them for the two-tab rule).",
 		}),
 		detaches: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_detaches_total", Help: "Locks detached from closed sockets, by why (grace, shutdown) and outcome.",

@@ -310,7 +310,8 @@ func (s *Store) DueReaped(ctx context.Context, turn time.Duration) ([]DeadInstan
 			continue
 		}
 		if err := s.rdb.ZScore(ctx, instancesKey, id).Err(); err == nil {
-			// Alive after all: its record is back (Heartbeat), and with it its holdings.
+			// Alive after all: its record is back (Heartbeat), and with it its holdings
+			// and its sockets (Reattach).
 			errs = append(errs, s.rdb.ZRem(ctx, reapedKey, id).Err())
 			continue
 		} else if !errors.Is(err, redis.Nil) {
@@ -358,6 +359,23 @@ func (s *Store) Forget(ctx context.Context, h Holding) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	n, err := s.sc.forget.Run(ctx, s.rdb, []string{ConnsKey(h.Ref)}, h.Conn).Int()
+	if err != nil {
+		s.failOpen(ctx, opInstances, err)
+		return false, err
+	}
+	return n == 1, nil
+}
+
+// Reattach puts the socket of a holding back into its lock's sockets, while the lock
+// is still its holder's, and reports whether it did (reattach.lua): for an instance
+// that finds it was taken for dead while it lived, whose sockets the reaper forgot.
+func (s *Store) Reattach(ctx context.Context, h Holding) (bool, error) {
+	if err := h.Ref.Validate(); err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	n, err := s.sc.reattach.Run(ctx, s.rdb, []string{LockKey(h.Ref), ConnsKey(h.Ref)}, h.Holder, h.Conn).Int()
 	if err != nil {
 		s.failOpen(ctx, opInstances, err)
 		return false, err

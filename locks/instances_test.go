@@ -125,6 +125,25 @@ func testForget(t *testing.T, b backend) {
 	if got := c.SMembers(ctx, ConnsKey(one)).Val(); !slices.Equal(got, []string{"c-dead"}) {
 		t.Fatalf("sockets of %s: %v, want c-dead kept", one.UID, got)
 	}
+	// An instance taken for dead that lived puts its socket back, once, while the
+	// lock is its holder's; the sockets then live as long as the lease.
+	reattach := func(r Ref, oid, conn string, want bool) {
+		t.Helper()
+		if got, err := s.Reattach(ctx, Holding{Ref: r, Holder: oid, Conn: conn}); err != nil || got != want {
+			t.Fatalf("Reattach(%s, %s, %s) = %v, %v; want %v", r.UID, oid, conn, got, err, want)
+		}
+	}
+	reattach(two, ada.OID, "c-dead", true)
+	reattach(two, ada.OID, "c-dead", false)   // there already
+	reattach(two, grace.OID, "c-grace", false) // not Grace's lock
+	reattach(Ref{"acme", "ApprovalRequest", "r-forget-none"}, ada.OID, "c-dead", false)
+	if got := c.SCard(ctx, ConnsKey(two)).Val(); got != 2 {
+		t.Fatalf("sockets of %s after Reattach: %d, want 2", two.UID, got)
+	}
+	if set, lock := c.PTTL(ctx, ConnsKey(two)).Val(), c.PTTL(ctx, LockKey(two)).Val(); set <= 0 || set > lock+time.Second {
+		t.Fatalf("sockets of %s expire in %v, the lock in %v: want about the lease", two.UID, set, lock)
+	}
+	forget(two, "c-dead", true)
 	// The live tab's release is now the last: the lock goes.
 	expect(t, protocol.OutcomeReleased)(s.Release(ctx, two, ada, "c-live"))
 	if n := c.Exists(ctx, LockKey(two)).Val(); n != 0 {

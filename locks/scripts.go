@@ -35,6 +35,8 @@ var (
 	forgetSrc string
 	//go:embed scripts/now.lua
 	nowSrc string
+	//go:embed scripts/reattach.lua
+	reattachSrc string
 )
 
 // scripts holds the parsed scripts; one per Store, so no package state is shared.
@@ -51,6 +53,7 @@ type scripts struct {
 	reaped   *redis.Script // reaped.lua, without the prelude: answers 1 or 0
 	forget   *redis.Script // forget.lua, without the prelude: answers 1 or 0
 	now      *redis.Script // now.lua, without the prelude: the server's Unix ms
+	reattach *redis.Script // reattach.lua, without the prelude: answers 1 or 0
 }
 
 func newScripts() scripts {
@@ -67,6 +70,7 @@ func newScripts() scripts {
 		reaped:   redis.NewScript(reapedSrc),
 		forget:   redis.NewScript(forgetSrc),
 		now:      redis.NewScript(nowSrc),
+		reattach: redis.NewScript(reattachSrc),
 	}
 }
 

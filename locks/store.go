@@ -40,7 +40,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the store's metrics. Nil means none are registered.
 	Registerer prometheus.Registerer
-	// Now is the clock. Nil means time.Now.
+	// Now is the clock of lock values, the index and presence. Nil means time.Now.
+	// Liveness (instances.go) reads the Redis server's clock instead.
 	Now func() time.Time
 	// AuditCap is about how many entries the audit stream of a tenant keeps (XADD
 	// MAXLEN ~, PROTOCOL.md §10). Zero means DefaultAuditCap.
