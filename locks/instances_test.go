@@ -134,7 +134,7 @@ func testForget(t *testing.T, b backend) {
 		}
 	}
 	reattach(two, ada.OID, "c-dead", true)
-	reattach(two, ada.OID, "c-dead", false)   // there already
+	reattach(two, ada.OID, "c-dead", false)    // there already
 	reattach(two, grace.OID, "c-grace", false) // not Grace's lock
 	reattach(Ref{"acme", "ApprovalRequest", "r-forget-none"}, ada.OID, "c-dead", false)
 	if got := c.SCard(ctx, ConnsKey(two)).Val(); got != 2 {
