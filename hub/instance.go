@@ -264,8 +264,12 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 			if len(dead) > 0 {
 				dueAt.Reset(h.cfg.ReleaseGrace)
 			}
-			for _, d := range dead {
-				detaching.Go(func() { h.forgetDead(ctx, d) })
+			if len(dead) > 0 { // one instance after another: detachWorkers calls at a time in all
+				detaching.Go(func() {
+					for _, d := range dead {
+						h.forgetDead(ctx, d)
+					}
+				})
 			}
 		case <-dueAt.C:
 		}
