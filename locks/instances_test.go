@@ -157,9 +157,11 @@ func testForget(t *testing.T, b backend) {
 	}
 }
 
-// testSkewedClocks: liveness is judged by the Redis server's clock, not the instances':
-// an instance whose clock runs an hour ahead takes no live instance for dead, and one
-// whose clock runs an hour behind is not taken for dead.
+// testSkewedClocks: liveness and presence are judged by the Redis server's clock, not
+// the instances': an instance whose clock runs an hour ahead takes no live instance for
+// dead, and one whose clock runs an hour behind is not taken for dead; a view made
+// through either runs out when its time to live has passed on the server, and one
+// does not drop the other's views.
 func testSkewedClocks(t *testing.T, b backend) {
 	c := b.client(t)
 	ahead, _ := newStore(t, c, Config{Now: func() time.Time { return time.Now().Add(time.Hour) }})
@@ -175,4 +177,28 @@ func testSkewedClocks(t *testing.T, b backend) {
 			}
 		}
 	}
+
+	ref := Ref{"skew-" + b.name, "ApprovalRequest", "r-1"}
+	viewers := func(s *Store, want string) {
+		t.Helper()
+		got, _, ok, err := s.RefreshViews(ctx, ref, time.Minute)
+		if err != nil || !ok || oids(got) != want {
+			t.Fatalf("viewers %q (ok %v, %v), want %q", oids(got), ok, err, want)
+		}
+	}
+	for _, v := range []struct {
+		s    *Store
+		who  protocol.Holder
+		conn string
+	}{{ahead, ada, "c-ada"}, {behind, grace, "c-grace"}} {
+		if _, err := v.s.View(ctx, ref, View{Conn: v.conn, Viewer: protocol.Viewer{OID: v.who.OID, Name: v.who.Name, Since: protocol.NewTime(time.Now())}}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	viewers(ahead, "u-ada u-grace")
+	viewers(behind, "u-ada u-grace")
+	for _, s := range []*Store{ahead, behind} {
+		s.shift = 2 * time.Minute // both views ran out on the server
+	}
+	viewers(ahead, "")
 }

@@ -120,8 +120,7 @@ func (s *Store) View(ctx context.Context, ref Ref, v View, ttl time.Duration) (V
 		return Viewers{}, err // a Viewer of valid strings always encodes
 	}
 	res, _ := runOp(ctx, s, opView, func(ctx context.Context) (presenceReply, error) {
-		now := s.now()
-		return s.presence(ctx, ref, now, "view", v.Conn, now.Add(ttl).UnixMilli(), v.Viewer.OID,
+		return s.presence(ctx, ref, "view", v.Conn, ttl.Milliseconds(), v.Viewer.OID,
 			v.Viewer.Since.UnixMilli(), viewer)
 	}, presenceLabel)
 	return res.viewers, nil
@@ -136,7 +135,7 @@ func (s *Store) Unview(ctx context.Context, ref Ref, conns ...string) error {
 		return nil
 	}
 	runOp(ctx, s, opUnview, func(ctx context.Context) (presenceReply, error) {
-		return s.presence(ctx, ref, s.now(), "unview", anys(conns)...)
+		return s.presence(ctx, ref, "unview", anys(conns)...)
 	}, presenceLabel)
 	return nil
 }
@@ -153,7 +152,9 @@ func (s *Store) LeaveViews(ctx context.Context, ref Ref, at time.Time, conns ...
 		return nil
 	}
 	runOp(ctx, s, opUnview, func(ctx context.Context) (presenceReply, error) {
-		return s.presence(ctx, ref, s.now(), "leave", append([]any{at.UnixMilli()}, anys(conns)...)...)
+		// From now by this instance's clock, which need not agree with the server's.
+		in := max(at.Sub(s.now()), 0)
+		return s.presence(ctx, ref, "leave", append([]any{in.Milliseconds()}, anys(conns)...)...)
 	}, presenceLabel)
 	return nil
 }
@@ -168,8 +169,7 @@ func (s *Store) RefreshViews(ctx context.Context, ref Ref, ttl time.Duration, co
 		return Viewers{}, nil, false, err
 	}
 	res, ok := runOp(ctx, s, opViewRefresh, func(ctx context.Context) (presenceReply, error) {
-		now := s.now()
-		return s.presence(ctx, ref, now, "refresh", append([]any{now.Add(ttl).UnixMilli()}, anys(conns)...)...)
+		return s.presence(ctx, ref, "refresh", append([]any{ttl.Milliseconds()}, anys(conns)...)...)
 	}, presenceLabel)
 	return res.viewers, res.missing, ok, nil
 }
@@ -182,11 +182,12 @@ type presenceReply struct {
 
 func presenceLabel(presenceReply) outcomeLabel { return labelViewed }
 
-// presence runs presence.lua on ref for op with args.
-func (s *Store) presence(ctx context.Context, ref Ref, now time.Time, op string, args ...any) (presenceReply, error) {
+// presence runs presence.lua on ref for op with args. Views run out by the clock of the
+// Redis server that holds ref's keys, not this instance's.
+func (s *Store) presence(ctx context.Context, ref Ref, op string, args ...any) (presenceReply, error) {
 	head := ref.Tenant + "\n" + `{"type":"` + string(protocol.FramePresence) + `","entityType":"` + ref.Type +
 		`","entityUid":"` + ref.UID + `","viewers":`
-	argv := append([]any{s.publishCommand(), s.channel(ref.Tenant), head, now.UnixMilli(), viewMargin.Milliseconds(), op}, args...)
+	argv := append([]any{s.publishCommand(), s.channel(ref.Tenant), head, s.shift.Milliseconds(), viewMargin.Milliseconds(), op}, args...)
 	reply, err := s.sc.presence.Run(ctx, s.rdb, []string{ViewsKey(ref), ViewersKey(ref)}, argv...).Slice()
 	if err != nil {
 		return presenceReply{}, err

@@ -15,13 +15,25 @@ import (
 	"github.com/lockhub/lockhub/protocol"
 )
 
-// clock is a store clock the test moves: presence entries run out by the caller's
-// clock, so expiry is driven, not waited for.
-type clock struct{ *redistest.Clock }
+// clock is a clock the test moves: the stores' (Config.Now), and the server's as the
+// stores it drives read it (Store.shift; presence entries run out by the server's
+// clock), so expiry is driven, not waited for.
+type clock struct {
+	*redistest.Clock
+	stores []*Store
+}
 
-func newClock() *clock { return &clock{redistest.NewClock()} }
+func newClock() *clock { return &clock{Clock: redistest.NewClock()} }
 
-func (c *clock) advance(d time.Duration) { c.Advance(d) }
+// drive makes advance move the server's clock for ss too. Before ss is used.
+func (c *clock) drive(ss ...*Store) { c.stores = append(c.stores, ss...) }
+
+func (c *clock) advance(d time.Duration) {
+	c.Advance(d)
+	for _, s := range c.stores {
+		s.shift += d
+	}
+}
 func (c *clock) view(h protocol.Holder, conn string) View {
 	return View{Conn: conn, Viewer: protocol.Viewer{OID: h.OID, Name: h.Name, Since: protocol.NewTime(c.Now())}}
 }
@@ -71,6 +83,7 @@ func testPresence(t *testing.T, b backend) {
 	clk := newClock()
 	a, _ := newStore(t, b.client(t), Config{Now: clk.Now})
 	s, _ := newStore(t, b.client(t), Config{Now: clk.Now})
+	clk.drive(a, s)
 	ctx := ctxT(t)
 	tenant := "presence-" + strings.ReplaceAll(b.name, "/", "-")
 	rec := runFeed(t, s, a, tenant, tenant+"-b")
@@ -254,6 +267,7 @@ func testPresenceOddData(t *testing.T, b backend) {
 	clk := newClock()
 	c := b.client(t)
 	s, _ := newStore(t, c, Config{Now: clk.Now})
+	clk.drive(s)
 	ctx := ctxT(t)
 	ref := Ref{"odd-" + b.name, "ApprovalRequest", "r-1"}
 

@@ -40,8 +40,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the store's metrics. Nil means none are registered.
 	Registerer prometheus.Registerer
-	// Now is the clock of lock values, the index and presence. Nil means time.Now.
-	// Liveness (instances.go) reads the Redis server's clock instead.
+	// Now is the clock of lock values and the index. Nil means time.Now. Liveness
+	// (instances.go) and presence's expiry (presence.lua) read the Redis server's clock
+	// instead.
 	Now func() time.Time
 	// AuditCap is about how many entries the audit stream of a tenant keeps (XADD
 	// MAXLEN ~, PROTOCOL.md §10). Zero means DefaultAuditCap.
@@ -96,8 +97,8 @@ type Store struct {
 	// feedQuiet is how long the feed's connection may be silent before it is pinged;
 	// the Pong has a third of it.
 	feedQuiet time.Duration
-	// shift moves the server's clock as liveness reads it (serverNow): tests only, to
-	// drive time on a real server. Zero otherwise.
+	// shift moves the server's clock as liveness (serverNow) and presence
+	// (presence.lua) read it: tests only, to drive time on a real server. Zero otherwise.
 	shift time.Duration
 	// foreign is foreignLock's head and tail for each lockable type, made once: every
 	// sweep and every snapshot read needs its type's.

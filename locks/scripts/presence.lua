@@ -9,17 +9,20 @@
 -- ARGV[1]  "PUBLISH", "SPUBLISH" (a cluster: the channel is in the tenant's slot) or ""
 -- ARGV[2]  the tenant's channel of the change feed
 -- ARGV[3]  message head: "<tenant>\n{\"type\":\"presence\",\"entityType\":..,\"entityUid\":..,\"viewers\":"
--- ARGV[4]  now, Unix ms: entries that expire by then are dropped first
+-- ARGV[4]  a shift of the server's clock, ms: 0 but in tests. Now is the server's TIME
+--          (shifted), so that views from every instance run out by one clock, however
+--          far the instances' own clocks drift apart; entries that expire by now are
+--          dropped first
 -- ARGV[5]  margin, ms: both keys outlive their latest entry by this much
 -- ARGV[6]  what to do:
---   "view"     ARGV[7] socket id, ARGV[8] its expiry (Unix ms), ARGV[9] oid,
+--   "view"     ARGV[7] socket id, ARGV[8] its time to live (ms from now), ARGV[9] oid,
 --              ARGV[10] since (Unix ms), ARGV[11] the viewer's JSON {"oid","name","since"}:
 --              add the socket's view, or refresh it (a view already there keeps its entry)
 --   "unview"   ARGV[7..] socket ids: drop their views at once
---   "leave"    ARGV[7] when (Unix ms), ARGV[8..] socket ids: their views end then, or
+--   "leave"    ARGV[7] when (ms from now), ARGV[8..] socket ids: their views end then, or
 --              at their own time if sooner (a closing instance's sockets, whose
 --              clients may view again elsewhere)
---   "refresh"  ARGV[7] expiry (Unix ms), ARGV[8..] socket ids: extend the views that are
+--   "refresh"  ARGV[7] time to live (ms from now), ARGV[8..] socket ids: extend the views that are
 --              there; the others are answered as missing (Redis lost them), for the
 --              caller to view again
 --
@@ -28,7 +31,8 @@
 -- published in the same step, as head .. viewers .. "}\n" .. version: the frame, then
 -- on a line of its own the list's version, which grows with every change of the
 -- entity's viewers (a receiver drops a list older than one it has).
-local now = tonumber(ARGV[4])
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) + tonumber(ARGV[4])
 local missing = {}
 
 -- Entries that ran out: a socket of an instance that died, or one that left.
@@ -40,7 +44,7 @@ end
 
 local op = ARGV[6]
 if op == 'view' then
-  redis.call('ZADD', KEYS[1], tonumber(ARGV[8]), ARGV[7])
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[8]), ARGV[7])
   redis.call('HSETNX', KEYS[2], ARGV[7], ARGV[9] .. '\t' .. ARGV[10] .. '\t' .. ARGV[11])
 elseif op == 'unview' then
   for i = 7, #ARGV do
@@ -49,12 +53,12 @@ elseif op == 'unview' then
   end
 elseif op == 'leave' then
   for i = 8, #ARGV do
-    redis.call('ZADD', KEYS[1], 'XX', 'LT', tonumber(ARGV[7]), ARGV[i])
+    redis.call('ZADD', KEYS[1], 'XX', 'LT', now + tonumber(ARGV[7]), ARGV[i])
   end
 elseif op == 'refresh' then
   for i = 8, #ARGV do
     if redis.call('ZSCORE', KEYS[1], ARGV[i]) then
-      redis.call('ZADD', KEYS[1], tonumber(ARGV[7]), ARGV[i])
+      redis.call('ZADD', KEYS[1], now + tonumber(ARGV[7]), ARGV[i])
     else
       missing[#missing + 1] = ARGV[i]
     end
