@@ -296,38 +296,38 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 	}
 }
 
-// reattach puts this instance's sockets back into the sockets of the locks they hold,
-// detachWorkers at a time: a reaper that took this instance for dead dropped them
-// (forgetDead), and they count again for the two-tab rule.
+// reattach puts this instance's sockets back into the sockets of the locks they hold:
+// a reaper that took this instance for dead dropped them (forgetDead), and they count
+// again for the two-tab rule.
 func (h *Hub) reattach(ctx context.Context) {
-	sem := make(chan struct{}, detachWorkers)
-	var wg sync.WaitGroup
-	for _, hd := range h.held.snapshot() {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if put, err := h.store.Reattach(ctx, hd); err == nil && put {
-				h.met.reattached.Inc()
-			}
-		})
-	}
-	wg.Wait()
+	eachHolding(h.held.snapshot(), func(hd locks.Holding) {
+		if put, err := h.store.Reattach(ctx, hd); err == nil && put {
+			h.met.reattached.Inc()
+		}
+	})
 }
 
 // forgetDead drops a dead instance's sockets from the locks where another socket
-// uses them, detachWorkers at a time, as soon as the instance is found dead: the
-// two-tab rule then counts the live sockets alone. What fails open here is detached a
-// grace later all the same.
+// uses them, as soon as the instance is found dead: the two-tab rule then counts the
+// live sockets alone. What fails open here is detached a grace later all the same.
 func (h *Hub) forgetDead(ctx context.Context, d locks.DeadInstance) {
+	eachHolding(d.Holdings, func(hd locks.Holding) {
+		if forgot, err := h.store.Forget(ctx, hd); err == nil && forgot {
+			h.met.forgotten.Inc()
+		}
+	})
+}
+
+// eachHolding calls f for every holding, detachWorkers at a time, and returns when all
+// calls have.
+func eachHolding(hs []locks.Holding, f func(locks.Holding)) {
 	sem := make(chan struct{}, detachWorkers)
 	var wg sync.WaitGroup
-	for _, hd := range d.Holdings {
+	for _, hd := range hs {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if forgot, err := h.store.Forget(ctx, hd); err == nil && forgot {
-				h.met.forgotten.Inc()
-			}
+			f(hd)
 		})
 	}
 	wg.Wait()
@@ -339,22 +339,15 @@ func (h *Hub) forgetDead(ctx context.Context, d locks.DeadInstance) {
 // again.
 func (h *Hub) detachDead(ctx context.Context, d locks.DeadInstance) {
 	var failed atomic.Bool
-	sem := make(chan struct{}, detachWorkers)
-	var wg sync.WaitGroup
-	for _, hd := range d.Holdings {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			res, err := h.store.Detach(ctx, hd.Ref, protocol.Holder{OID: hd.Holder}, hd.Conn, true)
-			if err != nil || res.Outcome == protocol.OutcomeUnknown {
-				failed.Store(true) // refused (cannot be: the store took the ref when claimed) or failed open
-				return
-			}
-			h.met.reapedLocks.Inc()
-			h.met.detaches.WithLabelValues("grace", string(res.Outcome)).Inc()
-		})
-	}
-	wg.Wait()
+	eachHolding(d.Holdings, func(hd locks.Holding) {
+		res, err := h.store.Detach(ctx, hd.Ref, protocol.Holder{OID: hd.Holder}, hd.Conn, true)
+		if err != nil || res.Outcome == protocol.OutcomeUnknown {
+			failed.Store(true) // refused (cannot be: the store took the ref when claimed) or failed open
+			return
+		}
+		h.met.reapedLocks.Inc()
+		h.met.detaches.WithLabelValues("grace", string(res.Outcome)).Inc()
+	})
 	if !failed.Load() {
 		_ = h.store.FinishReap(ctx, d.ID) // fails open inside: the instance is due again after its turn
 	}

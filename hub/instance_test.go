@@ -159,29 +159,37 @@ func TestNoReapAfterOutage(t *testing.T) {
 	}
 }
 
+// cutOffPair starts, on one redis-server, hub A behind a partition and hub B on the
+// server itself, both with a 300 ms instance timeout and grace, and has Ada claim r-1
+// through A. It returns the partition, the hubs, a client of the server, A's holdings
+// key, and the hubs' options.
+func cutOffPair(t *testing.T, grace time.Duration) (part *redistest.Partition, a, b *testHub, check redis.UniversalClient, held string, o hubOptions) {
+	t.Helper()
+	srv := redistest.StartServer(t)
+	o = hubOptions{
+		hub:   func(c *Config) { c.InstanceTimeout, c.ReleaseGrace = 300*time.Millisecond, grace },
+		store: func(c *locks.Config) { c.Timeout = 100 * time.Millisecond },
+	}
+	part = redistest.StartPartition(t, srv.Addr())
+	a = hubThrough(t, part, o)
+	check = srv.Client(t)
+	b = startHub(t, check, o)
+	return part, a, b, check, claimHeld(t, a, check), o
+}
+
 // TestReaperStopsWithinGrace: the instance that reaps a dead one and then stops (a
 // rolling restart) before the grace has ended leaves the dead one's holdings in Redis:
 // a third instance detaches them, and the lock held only through the dead instance
 // goes.
 func TestReaperStopsWithinGrace(t *testing.T) {
-	srv := redistest.StartServer(t)
 	// B must be stopped within the grace after it reaped A: a grace of seconds.
-	const timeout, grace = 300 * time.Millisecond, 3 * time.Second
-	o := hubOptions{
-		hub:   func(c *Config) { c.InstanceTimeout, c.ReleaseGrace = timeout, grace },
-		store: func(c *locks.Config) { c.Timeout = 100 * time.Millisecond },
-	}
-	part := redistest.StartPartition(t, srv.Addr())
-	a := hubThrough(t, part, o)
-	b := startHub(t, srv.Client(t), o)
+	part, _, b, check, held, o := cutOffPair(t, 3*time.Second)
 	ctx := tctx(t)
-	check := srv.Client(t)
-	held := claimHeld(t, a, check)
 
 	part.Cut() // A is gone, as far as Redis can tell
 	redistest.Eventually(t, "B reaps A", func() bool { return b.metric("lockhub_hub_dead_instances_total") == 1 })
 	b.stop() // within the grace
-	c := startHub(t, srv.Client(t), o)
+	c := startHub(t, check, o)
 	ref := locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"}
 	redistest.Eventually(t, "the dead instance's lock released by the third instance", func() bool {
 		return check.Exists(ctx, locks.LockKey(ref)).Val() == 0
@@ -342,19 +350,9 @@ func TestDeadSocketsForgottenWhenFound(t *testing.T) {
 // holder also uses from a live instance. Back, it puts the socket back: the other tab's
 // release then leaves the lock to it, as the two-tab rule says.
 func TestReattachAfterTakenForDead(t *testing.T) {
-	srv := redistest.StartServer(t)
 	// A grace longer than the test: no reaped holding is detached meanwhile.
-	const timeout, grace = 300 * time.Millisecond, time.Minute
-	o := hubOptions{
-		hub:   func(c *Config) { c.InstanceTimeout, c.ReleaseGrace = timeout, grace },
-		store: func(c *locks.Config) { c.Timeout = 100 * time.Millisecond },
-	}
-	part := redistest.StartPartition(t, srv.Addr())
-	a := hubThrough(t, part, o)
-	b := startHub(t, srv.Client(t), o)
+	part, a, b, check, _, _ := cutOffPair(t, time.Minute)
 	ctx := tctx(t)
-	check := srv.Client(t)
-	claimHeld(t, a, check) // Ada's tab on A claims r-1
 	onB, w := b.dial("acme", "u-ada")
 	expect(t, protocol.OutcomeRenewed)(onB.Claim(ctx, typ, "r-1"))
 	ref := locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"}
