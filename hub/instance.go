@@ -40,12 +40,15 @@ type holdings struct {
 	add    map[locks.Holding]struct{} // guarded by mu; not yet written
 	remove map[locks.Holding]struct{} // guarded by mu; not yet removed
 	whole  bool                       // guarded by mu; write all, not the changes
-	wake   chan struct{}              // capacity 1
+	// leaving: guarded by mu; holdings whose socket is letting go (a release or a
+	// detach in flight), until dropped or the call is over: see reattach.
+	leaving map[locks.Holding]struct{}
+	wake    chan struct{} // capacity 1
 }
 
 func newHoldings() *holdings {
 	return &holdings{all: map[locks.Holding]struct{}{}, add: map[locks.Holding]struct{}{},
-		remove: map[locks.Holding]struct{}{}, wake: make(chan struct{}, 1)}
+		remove: map[locks.Holding]struct{}{}, leaving: map[locks.Holding]struct{}{}, wake: make(chan struct{}, 1)}
 }
 
 // hold records that socket conn of holder oid holds ref; drop that it no longer does.
@@ -60,6 +63,7 @@ func (hs *holdings) note(ref locks.Ref, oid, conn string, held bool) {
 	}
 	hs.mu.Lock()
 	delete(from, h)
+	delete(hs.leaving, h)
 	to[h] = struct{}{}
 	if held {
 		hs.all[h] = struct{}{}
@@ -68,6 +72,32 @@ func (hs *holdings) note(ref locks.Ref, oid, conn string, held bool) {
 	}
 	hs.mu.Unlock()
 	hs.poke()
+}
+
+// leave marks that socket conn of holder oid is letting go of ref, before the store
+// call that removes its id from the lock's sockets; left ends the mark (hold and drop
+// end it too).
+func (hs *holdings) leave(ref locks.Ref, oid, conn string) { hs.mark(ref, oid, conn, true) }
+func (hs *holdings) left(ref locks.Ref, oid, conn string)  { hs.mark(ref, oid, conn, false) }
+
+func (hs *holdings) mark(ref locks.Ref, oid, conn string, on bool) {
+	h := locks.Holding{Ref: ref, Holder: oid, Conn: conn}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if on {
+		hs.leaving[h] = struct{}{}
+	} else {
+		delete(hs.leaving, h)
+	}
+}
+
+// gone reports whether h's socket let go of it, or is letting go.
+func (hs *holdings) gone(h locks.Holding) bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	_, leaving := hs.leaving[h]
+	_, held := hs.all[h]
+	return leaving || !held
 }
 
 func (hs *holdings) poke() {
@@ -298,12 +328,21 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 
 // reattach puts this instance's sockets back into the sockets of the locks they hold:
 // a reaper that took this instance for dead dropped them (forgetDead), and they count
-// again for the two-tab rule.
+// again for the two-tab rule. A socket that let go of its lock meanwhile (its release
+// or detach may have run just before the Reattach) has its id taken out again, or it
+// would keep the lock for a holder whose last socket released it: its release marks
+// it leaving before the store call, so one of the two sees the other.
 func (h *Hub) reattach(ctx context.Context) {
 	eachHolding(h.held.snapshot(), func(hd locks.Holding) {
-		if put, err := h.store.Reattach(ctx, hd); err == nil && put {
-			h.met.reattached.Inc()
+		put, err := h.store.Reattach(ctx, hd)
+		if err != nil || !put {
+			return
 		}
+		if h.held.gone(hd) {
+			_, _ = h.store.Detach(ctx, hd.Ref, protocol.Holder{OID: hd.Holder}, hd.Conn, false) // fails open inside
+			return
+		}
+		h.met.reattached.Inc()
 	})
 }
 

@@ -376,3 +376,57 @@ func TestReattachAfterTakenForDead(t *testing.T) {
 		t.Fatal("r-1 dropped by the tab on B while Ada's tab on A, alive, holds it")
 	}
 }
+
+// releaseHook runs after its store's Release, before the hub hears the answer.
+type releaseHook struct {
+	Store
+	after func()
+}
+
+func (s *releaseHook) Release(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error) {
+	res, err := s.Store.Release(ctx, ref, h, conn)
+	if s.after != nil {
+		s.after()
+	}
+	return res, err
+}
+
+// TestReattachLosesNoRelease: a reattach that runs while a socket releases its lock
+// (here: between the store's release and the hub hearing of it, the worst moment) does
+// not put the released socket's id back; if it did, the holder's other tab releasing
+// next would be told released and leave the lock to its lease.
+func TestReattachLosesNoRelease(t *testing.T) {
+	hook := &releaseHook{}
+	th, srv := startReal(t, hubOptions{hub: func(c *Config) {
+		hook.Store = c.Store
+		c.Store = hook
+	}})
+	ctx := tctx(t)
+	rdb := srv.Client(t)
+	ref := locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"}
+	ada := protocol.Holder{OID: "u-ada", Name: "Ada"}
+	tab, _ := th.dial("acme", "u-ada") // Ada's tab on th, and another elsewhere
+	expect(t, protocol.OutcomeAcquired)(tab.Claim(ctx, typ, "r-1"))
+	if res, err := th.store.Claim(ctx, ref, ada, "c-other"); err != nil || res.Outcome != protocol.OutcomeRenewed {
+		t.Fatalf("Ada's other tab: %v %v", res.Outcome, err)
+	}
+	var ran atomic.Bool
+	hook.after = func() {
+		if ran.CompareAndSwap(false, true) {
+			th.hub.reattach(ctx) // the tab's holding is still listed, and marked leaving
+		}
+	}
+	expect(t, protocol.OutcomeReleased)(tab.Release(ctx, typ, "r-1")) // the other tab keeps it
+	if !ran.Load() {
+		t.Fatal("the reattach did not run: the test proved nothing")
+	}
+	if got := rdb.SMembers(ctx, locks.ConnsKey(ref)).Val(); !slices.Equal(got, []string{"c-other"}) {
+		t.Fatalf("sockets of r-1 after the release and the reattach: %v, want c-other alone", got)
+	}
+	if res, err := th.store.Release(ctx, ref, ada, "c-other"); err != nil || res.Outcome != protocol.OutcomeReleased {
+		t.Fatalf("the other tab's release: %v %v", res.Outcome, err)
+	}
+	if n := rdb.Exists(ctx, locks.LockKey(ref)).Val(); n != 0 {
+		t.Fatal("r-1 kept after the holder's last socket released it")
+	}
+}

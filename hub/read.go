@@ -202,8 +202,10 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 		res, err := c.h.store.Renew(c.h.ctx, ref, holder, c.id)
 		c.answer(req, res, err)
 	case protocol.FrameRelease:
+		c.h.held.leave(ref, holder.OID, c.id)
 		res, err := c.h.store.Release(c.h.ctx, ref, holder, c.id)
 		c.answer(req, res, err)
+		c.h.held.left(ref, holder.OID, c.id) // after answer: untracked by then, if released
 	case protocol.FrameTakeover:
 		if c.overLockLimit(req, ref) {
 			break

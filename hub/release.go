@@ -129,9 +129,11 @@ func (r *releaser) run(ctx context.Context, h *Hub) {
 // left to its lease.
 func (h *Hub) detach(ctx context.Context, job detachJob, release bool, why string) {
 	for _, ref := range job.refs {
+		h.held.leave(ref, job.holder.OID, job.conn) // ended by the drop below
 		res, err := h.store.Detach(ctx, ref, job.holder, job.conn, release)
 		if err != nil { // refs were accepted by the store when claimed: cannot happen
 			h.log.LogAttrs(ctx, slog.LevelWarn, "detach refused", slog.String("lock", ref.String()), slog.String("error", err.Error()))
+			h.held.left(ref, job.holder.OID, job.conn)
 			continue
 		}
 		h.met.detaches.WithLabelValues(why, string(res.Outcome)).Inc()
