@@ -70,7 +70,6 @@ type conn struct {
 	pinging  bool      // a Ping waits for its Pong
 	probing  bool      // pingAt is set early, for a probe
 	unread   bool      // frames were written since the last Pong: the client has data to read
-	unreadAt time.Time // since when, about: the first such write, or the Pong that left some
 	late     bool      // of them, some were written after the waiting Ping
 	lastPong time.Time // when the last Pong came (or the socket opened)
 	// closeAt closes the socket with 4408 unless auth comes first, then with 4401 when
@@ -178,9 +177,7 @@ func (c *conn) teardown() {
 // is closed as too slow a reader, 4429, its close frame queued behind what it has not
 // read; one that had nothing to read is a dead peer, cut without a close handshake (a
 // peer that does not answer a Ping does not answer a Close either). Either way its
-// locks follow the release grace. A Ping sent while frames wait to be read (a probe)
-// waits only until the first of them has waited PongTimeout: a frame left unread that
-// long is a stalled reader's, however late after it the probe went. Run by onTimer.
+// locks follow the release grace. Run by onTimer.
 func (c *conn) heartbeat() {
 	c.mu.Lock()
 	if c.closeCode != 0 || c.finished || c.pinging {
@@ -188,17 +185,11 @@ func (c *conn) heartbeat() {
 		return
 	}
 	c.pinging, c.probing, c.late = true, false, false
-	wait := c.h.cfg.PongTimeout
-	if c.unread {
-		// At least PongTimeout less a probe's gap: a timer that fired late (a busy
-		// machine) does not leave the Pong no time.
-		wait = max(time.Until(c.unreadAt.Add(c.h.cfg.PongTimeout)), c.h.cfg.PongTimeout-c.probeGap())
-	}
 	c.wg.Add(1)
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(c.h.ctx, wait)
+		ctx, cancel := context.WithTimeout(c.h.ctx, c.h.cfg.PongTimeout)
 		defer cancel()
 		err := c.ws.Ping(ctx) // the reader reads the Pong
 		c.mu.Lock()
@@ -212,7 +203,6 @@ func (c *conn) heartbeat() {
 			// that stalled then would be cut that much later.
 			c.lastPong, c.unread = time.Now(), late
 			if late {
-				c.unreadAt = c.lastPong // written after the Ping: read by now, or not
 				c.armProbeLocked()
 			} else {
 				c.pingAtLocked(c.lastPong.Add(c.h.cfg.PingEvery))
@@ -223,7 +213,7 @@ func (c *conn) heartbeat() {
 			c.h.met.limits.WithLabelValues(limitPong).Inc()
 			if unread {
 				c.h.log.LogAttrs(c.h.ctx, slog.LevelInfo, "socket closed: it stopped reading",
-					slog.String("conn", c.id), slog.Duration("waited", wait))
+					slog.String("conn", c.id), slog.Duration("waited", c.h.cfg.PongTimeout))
 				c.tooSlow(slowRead)
 				// Its close frame goes behind what it did not read, where the kernel has
 				// room; it will not echo it (it does not read), so do not wait the
@@ -238,7 +228,7 @@ func (c *conn) heartbeat() {
 				return
 			}
 			c.h.log.LogAttrs(c.h.ctx, slog.LevelInfo, "socket cut: no Pong in time",
-				slog.String("conn", c.id), slog.Duration("waited", wait))
+				slog.String("conn", c.id), slog.Duration("waited", c.h.cfg.PongTimeout))
 			c.abort()
 		} // else the Pong came, or the socket is closing or closed already
 	}()
@@ -254,17 +244,14 @@ func (c *conn) probeGap() time.Duration { return c.h.cfg.PongTimeout / 5 }
 
 // probe follows written frames with a Ping, unless one is on its way or armed, at most
 // one probeGap after the last Pong: a client that stopped reading answers no Ping,
-// however much the kernels buffer, so it is found PongTimeout after the first frame it
-// left unread (10 s by default; see heartbeat), not when the buffers fill. Called by
-// the writer after each batch.
+// however much the kernels buffer, so it is found within probeGap + PongTimeout of
+// the first frame it left unread (about 12 s by default), not when the buffers fill.
+// Called by the writer after each batch.
 func (c *conn) probe() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closeCode != 0 || c.finished {
 		return
-	}
-	if !c.unread {
-		c.unreadAt = time.Now()
 	}
 	c.unread = true
 	if c.pinging {
