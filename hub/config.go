@@ -38,6 +38,7 @@ type Store interface {
 	Reap(ctx context.Context, timeout, grace time.Duration) ([]locks.DeadInstance, error)
 	DueReaped(ctx context.Context, turn time.Duration) ([]locks.DeadInstance, error)
 	Forget(ctx context.Context, h locks.Holding) (bool, error)
+	Alive(ctx context.Context, instance string) (bool, error)
 	Reattach(ctx context.Context, h locks.Holding) (bool, error)
 	FinishReap(ctx context.Context, instance string) error
 	// Presence and nudges: see view.go.

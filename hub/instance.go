@@ -350,6 +350,11 @@ func (h *Hub) reattach(ctx context.Context) {
 // uses them, as soon as the instance is found dead: the two-tab rule then counts the
 // live sockets alone. What fails open here is detached a grace later all the same.
 func (h *Hub) forgetDead(ctx context.Context, d locks.DeadInstance) {
+	// One found with others waits its turn here: if its record is back by then (it
+	// lived), its sockets count, and its own reattach may have run already.
+	if alive, err := h.store.Alive(ctx, d.ID); err != nil || alive {
+		return
+	}
 	eachHolding(d.Holdings, func(hd locks.Holding) {
 		if forgot, err := h.store.Forget(ctx, hd); err == nil && forgot {
 			h.met.forgotten.Inc()

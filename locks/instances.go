@@ -347,6 +347,22 @@ func (s *Store) holdings(ctx context.Context, instance string) ([]Holding, error
 	return out, nil
 }
 
+// Alive reports whether instance has a liveness record: one reaped that lived writes
+// it again at its next heartbeat.
+func (s *Store) Alive(ctx context.Context, instance string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	err := s.rdb.ZScore(ctx, instancesKey, instance).Err()
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, redis.Nil):
+		return false, nil
+	}
+	s.failOpen(ctx, opInstances, err)
+	return false, err
+}
+
 // Forget drops the socket of a holding of a dead instance from its lock's sockets,
 // unless it is the last there, and reports whether it did (forget.lua). Called when
 // the instance is found dead: where the holder also uses the lock from a live socket,

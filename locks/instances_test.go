@@ -57,9 +57,15 @@ func testReap(t *testing.T, b backend) {
 	if got := ids(s.Reap(ctx, timeout, grace)); len(got) != 0 {
 		t.Fatalf("a record taken twice: %v", got)
 	}
+	if alive, err := s.Alive(ctx, "i-back"); err != nil || alive {
+		t.Fatalf("Alive of a reaped instance = %v, %v; want false", alive, err)
+	}
 	// i-back lives: its next heartbeat finds its record gone.
 	if l, err := s.Heartbeat(ctx, "i-back"); err != nil || !l.RecordMissing || l.HoldingsMissing {
 		t.Fatalf("Heartbeat of a reaped instance = %+v, %v; want its record missing, its holdings kept", l, err)
+	}
+	if alive, err := s.Alive(ctx, "i-back"); err != nil || !alive {
+		t.Fatalf("Alive after its heartbeat = %v, %v; want true", alive, err)
 	}
 	if got := ids(s.DueReaped(ctx, turn)); len(got) != 0 {
 		t.Fatalf("due within the grace: %v", got)
