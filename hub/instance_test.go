@@ -130,7 +130,11 @@ func TestNoReapAfterOutage(t *testing.T) {
 	part.Cut()
 	// Redis itself sees the records grow older than the timeout.
 	redistest.Eventually(t, "both records stale", func() bool {
-		old := check.Time(ctx).Val().Add(-timeout).UnixMilli() // the server's clock scores them
+		now, err := check.Time(ctx).Result() // the server's clock scores them
+		if err != nil {
+			return false
+		}
+		old := now.Add(-timeout).UnixMilli()
 		n, _ := check.ZCount(ctx, "lockhub:instances", "-inf", strconv.FormatInt(old, 10)).Result()
 		return n == 2
 	})

@@ -109,17 +109,15 @@ func (s *Store) Heartbeat(ctx context.Context, instance string) (Liveness, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	now, err := s.serverNow(ctx)
-	if err != nil {
-		s.failOpen(ctx, opInstances, err)
-		return Liveness{}, err
-	}
 	ttl := s.instanceKeysTTL()
-	var added *redis.IntCmd
+	var added *redis.Cmd
 	var kept *redis.BoolCmd
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		added = p.ZAdd(ctx, instancesKey, redis.Z{Score: float64(now.UnixMilli()), Member: instance})
-		p.PExpire(ctx, instancesKey, ttl)
+	// One round trip, as one failed command fails the heartbeat: just after Redis is
+	// back, when a stale pooled connection may fail a command, each instance must get
+	// its record in before the others' reaping starts (see hub's livenessLoop). EVAL,
+	// not EVALSHA: a pipeline cannot fall back on NOSCRIPT.
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		added = s.sc.beat.Eval(ctx, p, []string{instancesKey}, instance, ttl.Milliseconds(), s.shift.Milliseconds())
 		kept = p.PExpire(ctx, heldKey(instance), ttl)
 		return nil
 	})
@@ -127,7 +125,11 @@ func (s *Store) Heartbeat(ctx context.Context, instance string) (Liveness, error
 		s.failOpen(ctx, opInstances, err)
 		return Liveness{}, err
 	}
-	return Liveness{RecordMissing: added.Val() == 1, HoldingsMissing: !kept.Val()}, nil
+	n, err := added.Int()
+	if err != nil {
+		return Liveness{}, err // the pipeline's error, above
+	}
+	return Liveness{RecordMissing: n == 1, HoldingsMissing: !kept.Val()}, nil
 }
 
 // ReplaceHoldings makes all the holdings of instance, whatever Redis had: after a

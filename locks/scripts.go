@@ -37,6 +37,8 @@ var (
 	nowSrc string
 	//go:embed scripts/reattach.lua
 	reattachSrc string
+	//go:embed scripts/beat.lua
+	beatSrc string
 )
 
 // scripts holds the parsed scripts; one per Store, so no package state is shared.
@@ -54,6 +56,7 @@ type scripts struct {
 	forget   *redis.Script // forget.lua, without the prelude: answers 1 or 0
 	now      *redis.Script // now.lua, without the prelude: the server's Unix ms
 	reattach *redis.Script // reattach.lua, without the prelude: answers 1 or 0
+	beat     *redis.Script // beat.lua, without the prelude: answers 1 or 0
 }
 
 func newScripts() scripts {
@@ -71,6 +74,7 @@ func newScripts() scripts {
 		forget:   redis.NewScript(forgetSrc),
 		now:      redis.NewScript(nowSrc),
 		reattach: redis.NewScript(reattachSrc),
+		beat:     redis.NewScript(beatSrc),
 	}
 }
 
