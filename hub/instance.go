@@ -122,9 +122,7 @@ func (hs *holdings) take() (whole bool, all, add, remove []locks.Holding) {
 	defer hs.mu.Unlock()
 	whole, hs.whole = hs.whole, false
 	if whole {
-		for h := range hs.all {
-			all = append(all, h)
-		}
+		all = hs.allLocked()
 	} else {
 		for h := range hs.add {
 			add = append(add, h)
@@ -163,6 +161,10 @@ func (hs *holdings) putBack(add, remove []locks.Holding) {
 func (hs *holdings) snapshot() []locks.Holding {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
+	return hs.allLocked()
+}
+
+func (hs *holdings) allLocked() []locks.Holding {
 	out := make([]locks.Holding, 0, len(hs.all))
 	for h := range hs.all {
 		out = append(out, h)

@@ -311,13 +311,13 @@ func (s *Store) DueReaped(ctx context.Context, turn time.Duration) ([]DeadInstan
 		if taken == 0 {
 			continue
 		}
-		if err := s.rdb.ZScore(ctx, instancesKey, id).Err(); err == nil {
+		if alive, err := s.alive(ctx, id); err != nil {
+			errs = append(errs, err)
+			continue
+		} else if alive {
 			// Alive after all: its record is back (Heartbeat), and with it its holdings
 			// and its sockets (Reattach).
 			errs = append(errs, s.rdb.ZRem(ctx, reapedKey, id).Err())
-			continue
-		} else if !errors.Is(err, redis.Nil) {
-			errs = append(errs, err)
 			continue
 		}
 		hs, err := s.holdings(ctx, id)
@@ -354,15 +354,21 @@ func (s *Store) holdings(ctx context.Context, instance string) ([]Holding, error
 func (s *Store) Alive(ctx context.Context, instance string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	alive, err := s.alive(ctx, instance)
+	if err != nil {
+		s.failOpen(ctx, opInstances, err)
+	}
+	return alive, err
+}
+
+// alive is Alive without the deadline and the fail-open report, for callers that
+// make their own.
+func (s *Store) alive(ctx context.Context, instance string) (bool, error) {
 	err := s.rdb.ZScore(ctx, instancesKey, instance).Err()
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, redis.Nil):
+	if errors.Is(err, redis.Nil) {
 		return false, nil
 	}
-	s.failOpen(ctx, opInstances, err)
-	return false, err
+	return err == nil, err
 }
 
 // Forget drops the socket of a holding of a dead instance from its lock's sockets,
