@@ -7,13 +7,14 @@ import (
 	"time"
 )
 
-// ListJSON is List as the JSON array of its locks, each encoded as a protocol.Lock (a
-// snapshot's "locks" member, sent as it is): "[]" when there are none or the store
-// fails open. Every call reads the keys themselves, as List does (PROTOCOL.md §8); what
-// it saves is the decoding and encoding of values it read the time before. A reconnect
-// crowd reads one quiet type thousands of times, and each read decoded and encoded
-// every lock again, a third of a watch's cost on the hub. Values are compared as
-// stored, so a lock that changed, whoever wrote it, is decoded again.
+// ListJSON is the live locks of one type as the JSON array of their protocol.Lock
+// encodings (a snapshot's "locks" member, sent as it is): "[]" when there are none or
+// the store fails open. Every call reads the keys themselves, as List does (PROTOCOL.md §8);
+// what it saves is the decoding and encoding of values it read the time before. A
+// reconnect crowd reads one quiet type thousands of times, and each read decoded and
+// encoded every lock again, a third of a watch's cost on the hub. Values are compared
+// as stored, so a lock that changed, whoever wrote it, is decoded again; when none
+// did, the last read's array is answered again, so the caller must not modify it.
 func (s *Store) ListJSON(ctx context.Context, tenant, entityType string) ([]byte, error) {
 	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
 		return nil, err
@@ -46,6 +47,8 @@ type encodedValues struct {
 // once stored: a read replaces it.
 type encodedSet struct {
 	enc  map[string][]byte
+	vals []string // the values in the order read, nil skipped, those that do not parse kept
+	out  []byte   // the array they made
 	read time.Time
 }
 
@@ -59,7 +62,15 @@ func (e *encodedValues) encode(ctx context.Context, s *Store, key typeKey, value
 	e.mu.Lock()
 	prev := e.types[key]
 	e.mu.Unlock()
-	next := &encodedSet{enc: make(map[string][]byte, len(values)), read: time.Now()}
+	if prev.same(values) {
+		// Nothing changed since the last read: its array stands, and the same set is
+		// kept again under this read's time (a crowd reads a quiet type thousands of
+		// times; each array is a snapshot's size).
+		s.met.listValues.WithLabelValues(listKnown).Add(float64(len(prev.enc)))
+		e.keep(key, &encodedSet{enc: prev.enc, vals: prev.vals, out: prev.out, read: time.Now()})
+		return prev.out
+	}
+	next := &encodedSet{enc: make(map[string][]byte, len(values)), vals: make([]string, 0, len(values)), read: time.Now()}
 	size := 2
 	for _, v := range values {
 		str, _ := v.(string)
@@ -74,6 +85,7 @@ func (e *encodedValues) encode(ctx context.Context, s *Store, key typeKey, value
 		if !ok {
 			continue // expired between the range and the MGET: absent, which is right
 		}
+		next.vals = append(next.vals, str)
 		b, ok := prev.lookup(str)
 		if !ok {
 			l, err := s.decodeListed(ctx, key.tenant, key.typ, str)
@@ -92,9 +104,16 @@ func (e *encodedValues) encode(ctx context.Context, s *Store, key typeKey, value
 		out = append(out, b...)
 	}
 	out = append(out, ']')
+	next.out = out
 	s.met.listValues.WithLabelValues(listDecoded).Add(float64(decoded))
 	s.met.listValues.WithLabelValues(listKnown).Add(float64(len(next.enc) - decoded))
+	e.keep(key, next)
+	return out
+}
 
+// keep stores next as key's last read, unless a later read stored its own meanwhile,
+// and forgets the types nobody listed for encodedKeep.
+func (e *encodedValues) keep(key typeKey, next *encodedSet) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.types == nil {
@@ -111,7 +130,26 @@ func (e *encodedValues) encode(ctx context.Context, s *Store, key typeKey, value
 			}
 		}
 	}
-	return out
+}
+
+// same reports whether values are, in order, the values set was made of: a nil value
+// (a key gone between the range and the MGET) is skipped, as encode skips it.
+func (set *encodedSet) same(values []any) bool {
+	if set == nil {
+		return false
+	}
+	i := 0
+	for _, v := range values {
+		str, ok := v.(string)
+		if !ok {
+			continue
+		}
+		if i == len(set.vals) || set.vals[i] != str {
+			return false
+		}
+		i++
+	}
+	return i == len(set.vals)
 }
 
 func (set *encodedSet) lookup(v string) ([]byte, bool) {
