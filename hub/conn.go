@@ -92,6 +92,9 @@ const maxInbox = 4
 type outFrame struct {
 	b   []byte
 	typ protocol.FrameType
+	// buf, when set, is b's buffer, taken from frameBufs for this frame alone; it goes
+	// back once the frame is written (see recycle).
+	buf *[]byte
 	// A presence frame's entity (viewPending) and the version of its viewers: a list
 	// older than one the socket was sent already is dropped, unless it answers a
 	// request (see pushLocked).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -348,7 +349,28 @@ func (c *conn) watch(req protocol.Request) {
 	if err != nil { // checked above; the store agrees
 		list = encodeLocks(nil)
 	}
-	c.endSnapshot(typ, start, snapshotFrame(req, typ, list))
+	// This frame is the socket's own and written once: its buffer is reused. A crowd
+	// builds one per socket, a snapshot's size each, the larger part of a watch's
+	// garbage and so of the collections a crowd pays for.
+	buf := frameBufs.Get().(*[]byte)
+	*buf = appendSnapshot((*buf)[:0], req, typ, list)
+	c.endSnapshot(typ, start, outFrame{b: *buf, typ: protocol.FrameSnapshot, buf: buf})
+}
+
+// frameBufs holds the buffers of frames built for one socket and written once (see
+// outFrame.buf).
+var frameBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxFrameBuf is the largest buffer frameBufs keeps: a snapshot of a few hundred locks.
+const maxFrameBuf = 64 << 10
+
+// recycle gives f's buffer back to frameBufs, once f is written. f must not be used
+// after.
+func (f outFrame) recycle() {
+	if f.buf != nil && cap(*f.buf) <= maxFrameBuf {
+		*f.buf = (*f.buf)[:0]
+		frameBufs.Put(f.buf)
+	}
 }
 
 // checkType refuses a type that is not a valid name or not lockable, as the store
@@ -406,7 +428,12 @@ func (c *conn) sendError(req protocol.Request, err error) {
 // carries no id. The bytes are protocol.Snapshot's, built around the shared locks
 // rather than encoded for each watcher.
 func snapshotFrame(req protocol.Request, typ string, locks []byte) outFrame {
-	b := make([]byte, 0, len(locks)+len(typ)+len(req.ID)+64)
+	return outFrame{b: appendSnapshot(nil, req, typ, locks), typ: protocol.FrameSnapshot}
+}
+
+// appendSnapshot appends snapshotFrame's bytes to b.
+func appendSnapshot(b []byte, req protocol.Request, typ string, locks []byte) []byte {
+	b = slices.Grow(b, len(locks)+len(typ)+len(req.ID)+64)
 	b = append(b, '{')
 	if req.ID != "" || req.HasID {
 		id, _ := json.Marshal(req.ID) // a string always encodes
@@ -419,6 +446,5 @@ func snapshotFrame(req protocol.Request, typ string, locks []byte) outFrame {
 	b = append(b, t...)
 	b = append(b, `,"locks":`...)
 	b = append(b, locks...)
-	b = append(b, '}')
-	return outFrame{b: b, typ: protocol.FrameSnapshot}
+	return append(b, '}')
 }

@@ -158,6 +158,7 @@ func (c *conn) writeQueued() {
 				c.mu.Unlock()
 				return
 			}
+			f.recycle()
 			batch[i] = outFrame{} // let the frame's bytes go
 		}
 		c.probe()
