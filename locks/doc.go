@@ -21,7 +21,8 @@
 // Every write script publishes its change on Redis pub/sub (sharded on a cluster) in the
 // same atomic step; RunFeed receives the changes of every instance, in order per
 // entity. Sweep (and List) prune leases that ran out and announce each as Expired,
-// exactly once across instances.
+// exactly once across instances. ListJSON, a watch's snapshot, only reads: the types
+// it is read for are watched, so swept.
 //
 // Every change but a renewal is also recorded, by the same script and in the same
 // atomic step, in the tenant's audit stream lockaudit:{<tenant>} (audit.go, PROTOCOL.md

@@ -9,7 +9,9 @@ import (
 
 // ListJSON is the live locks of one type as the JSON array of their protocol.Lock
 // encodings (a snapshot's "locks" member, sent as it is): "[]" when there are none or
-// the store fails open. Every call reads the keys themselves, as List does (PROTOCOL.md §8);
+// the store fails open. It is for the snapshots of watched types: unlike List it only
+// reads (list.lua), and leaves announcing what nobody announced to the sweeper, which
+// sweeps every watched type. Every call reads the keys themselves (PROTOCOL.md §8);
 // what it saves is the decoding and encoding of values it read the time before. A
 // reconnect crowd reads one quiet type thousands of times, and each read decoded and
 // encoded every lock again, a third of a watch's cost on the hub. Values are compared
@@ -20,7 +22,8 @@ func (s *Store) ListJSON(ctx context.Context, tenant, entityType string) ([]byte
 		return nil, err
 	}
 	b, ok := runOp(ctx, s, opList, func(ctx context.Context) ([]byte, error) {
-		values, err := s.sweepValues(ctx, tenant, entityType, true, 0)
+		keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType)}
+		values, err := s.sc.list.Run(ctx, s.rdb, keys, lockKeyPrefix(tenant, entityType)).Slice()
 		if err != nil {
 			return nil, err
 		}

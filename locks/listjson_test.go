@@ -3,6 +3,8 @@ package locks
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +91,49 @@ func testListJSON(t *testing.T, b backend) {
 		t.Fatal("ListJSON built the array again though nothing changed")
 	}
 
+	// ListJSON only reads: no key of the tenant changes, even where a sweep would write
+	// (an index that ended before its locks, as a program's PEXPIRE may end it). The
+	// locks are still found through their value copies.
+	if err := c.Del(ctx, IndexKey(tenant, typ)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{IndexKey(tenant, typ), ValuesKey(tenant, typ), seenKey(tenant, typ), FeedKey(tenant), AuditKey(tenant)}
+	for _, uid := range []string{"r-1", "r-2", "r-3", "r-net", "r-bad"} {
+		keys = append(keys, LockKey(r(uid)), ConnsKey(r(uid)))
+	}
+	dump := func() []string {
+		out := make([]string, len(keys))
+		for i, k := range keys {
+			out[i] = c.Dump(ctx, k).Val() // "" when absent
+		}
+		return out
+	}
+	before := dump()
+	got, err := s.ListJSON(ctx, tenant, typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := dump(); !slices.Equal(before, after) {
+		for i := range keys {
+			if before[i] != after[i] {
+				t.Errorf("ListJSON changed %s", keys[i])
+			}
+		}
+	}
+	list, err := s.List(ctx, tenant, typ) // sweeps: puts the index back
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []protocol.Lock
+	if err := json.Unmarshal(got, &listed); err != nil {
+		t.Fatal(err)
+	}
+	byUID := func(a, b protocol.Lock) int { return strings.Compare(a.EntityUID, b.EntityUID) }
+	slices.SortFunc(listed, byUID) // the order of a list is not the contract's
+	slices.SortFunc(list, byUID)
+	if len(list) != 2 || !slices.Equal(listed, list) {
+		t.Fatalf("with the index gone ListJSON = %+v, List = %+v, want r-2 and r-3", listed, list)
+	}
 	if got, err := s.ListJSON(ctx, "nobody", typ); err != nil || string(got) != "[]" {
 		t.Fatalf("ListJSON of an empty tenant = %s, %v", got, err)
 	}

@@ -25,6 +25,8 @@ var (
 	takeoverSrc string
 	//go:embed scripts/sweep.lua
 	sweepSrc string
+	//go:embed scripts/list.lua
+	listSrc string
 	//go:embed scripts/detach.lua
 	detachSrc string
 	//go:embed scripts/forcerelease.lua
@@ -50,6 +52,7 @@ type scripts struct {
 	detach   script[detachReply]
 	force    script[forceReleaseReply]
 	sweep    *redis.Script // answers {found, values}: see sweep.lua
+	list     *redis.Script // list.lua, without the prelude: the live values
 	presence *redis.Script // presence.lua, without the prelude
 	nudge    *redis.Script // nudge.lua, without the prelude
 	reaped   *redis.Script // reaped.lua, without the prelude: answers 1 or 0
@@ -68,6 +71,7 @@ func newScripts() scripts {
 		detach:   newScript[detachReply](detachSrc),
 		force:    newScript[forceReleaseReply](forceReleaseSrc),
 		sweep:    redis.NewScript(preludeSrc + sweepSrc),
+		list:     redis.NewScript(listSrc),
 		presence: redis.NewScript(presenceSrc),
 		nudge:    redis.NewScript(nudgeSrc),
 		reaped:   redis.NewScript(reapedSrc),
