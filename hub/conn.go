@@ -36,8 +36,9 @@ import (
 type conn struct {
 	h       *Hub
 	ws      *websocket.Conn
-	netConn net.Conn // the hijacked connection: write deadlines, and abort
-	id      string   // connection id: the welcome's connectionId, and the store's conn
+	netConn net.Conn     // the hijacked connection: write deadlines, and abort
+	frames  *frameWriter // under ws's write buffer (hijack.go); nil without netConn
+	id      string       // connection id: the welcome's connectionId, and the store's conn
 
 	// Owned by the handler (one at a time, ordered by mu); read by run's teardown after
 	// the last handler is joined.

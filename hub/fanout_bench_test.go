@@ -63,39 +63,7 @@ func BenchmarkFanoutWrite(b *testing.B) {
 	// FIN + text, then 126 and a 16-bit length: RFC 6455 §5.2.
 	frame := append([]byte{0x81, 126, byte(len(payload) >> 8), byte(len(payload))}, payload...)
 
-	type served struct {
-		ws *websocket.Conn
-		nc net.Conn
-	}
-	accepted := make(chan served, fanoutConns)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hw := &hijackWriter{ResponseWriter: w}
-		ws, err := websocket.Accept(hw, r, nil)
-		if err != nil {
-			return
-		}
-		accepted <- served{ws, hw.netConn}
-	}))
-	defer srv.Close()
-
-	var drained sync.WaitGroup
-	conns := make([]served, 0, fanoutConns)
-	for range fanoutConns {
-		cc := rawUpgrade(b, srv.Listener.Addr().String())
-		drained.Add(1)
-		go func() { // the draining reader: the frames' bytes, thrown away
-			defer drained.Done()
-			_, _ = io.Copy(io.Discard, cc)
-		}()
-		defer cc.Close()
-		conns = append(conns, <-accepted)
-	}
-	defer func() {
-		for _, s := range conns {
-			_ = s.ws.CloseNow()
-		}
-		drained.Wait()
-	}()
+	conns := servedConns(b, fanoutConns)
 
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -136,6 +104,118 @@ func BenchmarkFanoutWrite(b *testing.B) {
 	b.ReportMetric(wsPer, "cpu-ns/ws-frame")
 	b.ReportMetric(rawPer, "cpu-ns/raw-frame")
 	b.ReportMetric(rawPer/wsPer, "raw/ws")
+}
+
+// BenchmarkLargeFrameWrite measures what frameWriter saves on a frame larger than the
+// connection's write buffer: a watch's snapshot of 20 locks (about 4 KiB).
+// coder/websocket writes such a frame in two write(2) calls (the full buffer, then the
+// rest); told of it, frameWriter joins them. Both run on the same real loopback
+// sockets, one frame to each in turn, in alternating rounds, charged the writer
+// thread's CPU as BenchmarkFanoutWrite is. It reports CPU ns per frame of each and
+// their ratio (joined/split: below 1 is what joining saves the hub; the client, which
+// wakes once instead of twice, saves more and is not counted).
+//
+//	go test -run '^$' -bench LargeFrameWrite -benchtime 100000x -count 5 ./hub/
+func BenchmarkLargeFrameWrite(b *testing.B) {
+	const conns = 64
+	lock := `{"entityType":"ApprovalRequest","entityUid":"r-1001","holderOid":"u-ada","holderName":"Ada Lovelace",` +
+		`"acquiredAtUtc":"2026-12-02T09:15:00.123Z","expiresAtUtc":"2026-12-02T09:20:00.123Z"}`
+	payload := []byte(`{"type":"snapshot","id":"w","entityType":"ApprovalRequest","locks":[` +
+		strings.TrimSuffix(strings.Repeat(lock+",", 20), ",") + `]}`)
+	cs := servedConns(b, conns)
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ctx := context.Background()
+	const round = 1000 // frames per method per round
+	var splitCPU, joinedCPU time.Duration
+	var frames int
+	next := 0
+	write := func(join bool) {
+		s := cs[next%conns]
+		next++
+		if join {
+			s.frames.whole(len(payload))
+		}
+		err := s.ws.Write(ctx, websocket.MessageText, payload)
+		if derr := s.frames.done(); err == nil {
+			err = derr
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; {
+		n := min(round, b.N-i)
+		t0 := threadCPU(b)
+		for range n {
+			write(false)
+		}
+		t1 := threadCPU(b)
+		for range n {
+			write(true)
+		}
+		t2 := threadCPU(b)
+		splitCPU += t1 - t0
+		joinedCPU += t2 - t1
+		frames += n
+		i += n
+	}
+	b.StopTimer()
+	split := float64(splitCPU.Nanoseconds()) / float64(frames)
+	joined := float64(joinedCPU.Nanoseconds()) / float64(frames)
+	b.ReportMetric(split, "cpu-ns/split-frame")
+	b.ReportMetric(joined, "cpu-ns/joined-frame")
+	b.ReportMetric(joined/split, "joined/split")
+}
+
+// served is one upgraded connection of servedConns: its websocket.Conn, the net.Conn
+// under it, and the frame writer between them.
+type served struct {
+	ws     *websocket.Conn
+	nc     net.Conn
+	frames *frameWriter
+}
+
+// servedConns upgrades n real loopback TCP connections through hijackWriter, as the
+// hub does, each drained by a reader that throws the bytes away; all are closed and
+// joined when b ends.
+func servedConns(b *testing.B, n int) []served {
+	b.Helper()
+	accepted := make(chan served, n)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hw := &hijackWriter{ResponseWriter: w}
+		ws, err := websocket.Accept(hw, r, nil)
+		if err != nil {
+			return
+		}
+		accepted <- served{ws, hw.netConn, hw.frames}
+	}))
+	var drained sync.WaitGroup
+	conns := make([]served, 0, n)
+	var clients []net.Conn
+	for range n {
+		cc := rawUpgrade(b, srv.Listener.Addr().String())
+		clients = append(clients, cc)
+		drained.Add(1)
+		go func() { // the draining reader: the frames' bytes, thrown away
+			defer drained.Done()
+			_, _ = io.Copy(io.Discard, cc)
+		}()
+		conns = append(conns, <-accepted)
+	}
+	b.Cleanup(func() {
+		for _, s := range conns {
+			_ = s.ws.CloseNow()
+		}
+		for _, cc := range clients {
+			_ = cc.Close()
+		}
+		drained.Wait()
+		srv.Close()
+	})
+	return conns
 }
 
 // rawUpgrade opens a WebSocket to addr by hand and returns the bare TCP connection,

@@ -7,12 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 )
 
 // Buffer sizes of an upgraded connection. net/http hands a hijacked connection its own
 // 4 KiB reader and writer. Server frames are written whole by coder/websocket, header
-// and payload into the writer, then one flush: a frame larger than the writer takes two
-// write(2) calls, so it holds an event (~300 bytes) with room to spare. Client frames
+// and payload into the writer, then one flush: a frame larger than the writer would
+// take two write(2) calls (frameWriter joins them), so it holds an event (~300 bytes)
+// with room to spare. Client frames
 // are few and small (a Pong ~10 bytes, a claim ~150; the cap of 64 KiB is read through
 // in pieces, a payload larger than the buffer straight into the caller's slice), so a
 // reader of 128 bytes costs a larger one at most one more read(2), and an idle socket
@@ -27,7 +29,8 @@ const (
 // replaces net/http's buffers with small ones.
 type hijackWriter struct {
 	http.ResponseWriter
-	netConn net.Conn // set by Hijack
+	netConn net.Conn     // set by Hijack
+	frames  *frameWriter // set by Hijack: under the connection's write buffer
 }
 
 // Unwrap lets http.ResponseController reach the original writer.
@@ -60,5 +63,80 @@ func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, err
 		}
 	}
-	return nc, bufio.NewReadWriter(br, bufio.NewWriterSize(nc, connWriteBuffer)), nil
+	w.frames = &frameWriter{nc: nc}
+	return nc, bufio.NewReadWriter(br, bufio.NewWriterSize(w.frames, connWriteBuffer)), nil
+}
+
+// frameWriter is what an upgraded connection's write buffer writes to. coder/websocket
+// writes a frame into that buffer, header then payload, and flushes it once; a frame
+// larger than the buffer leaves it in two write(2) calls, the full buffer and then the
+// rest, and the client wakes and reads for each. Told such a frame comes (whole), it
+// holds the full buffer and writes it with the rest in one call: a snapshot of 20 locks
+// (about 4 KiB) is one write, not two, for the hub and for the client. Every other
+// write passes straight through.
+//
+// Its Write is called by coder/websocket, one at a time (under its write lock); whole
+// and done, by the connection's writer around each of its frames.
+type frameWriter struct {
+	nc   net.Conn
+	mu   sync.Mutex
+	next bool    // guarded by mu: the next frame is larger than the buffer
+	held *[]byte // guarded by mu: that frame's first part, from frameBufs
+}
+
+// whole tells w that the frame written next is n bytes of payload, so it holds the
+// first part when that frame is larger than the buffer (its header is at least 2
+// bytes, and at least 4 above 125 bytes of payload). A frame larger than the pool's
+// buffers (maxFrameBuf) is left in two writes: a copy of it would cost more than the
+// write it saves.
+func (w *frameWriter) whole(n int) {
+	if w == nil || n+4 <= connWriteBuffer || n > maxFrameBuf-connWriteBuffer {
+		return
+	}
+	w.mu.Lock()
+	w.next = true
+	w.mu.Unlock()
+}
+
+// done follows the frame announced by whole: a part still held (which a frame larger
+// than the buffer never leaves, as coder/websocket writes it) is written now.
+func (w *frameWriter) done() error {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.next = false
+	if w.held == nil {
+		return nil
+	}
+	_, err := w.nc.Write(*w.held)
+	w.drop()
+	return err
+}
+
+func (w *frameWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.held != nil: // the rest of the frame: out with its first part
+		*w.held = append(*w.held, p...)
+		first := len(*w.held) - len(p)
+		n, err := w.nc.Write(*w.held)
+		w.drop()
+		return max(n-first, 0), err
+	case w.next && len(p) == connWriteBuffer: // the buffer, full with the frame's start
+		w.next = false
+		buf := frameBufs.Get().(*[]byte)
+		*buf = append((*buf)[:0], p...)
+		w.held = buf
+		return len(p), nil
+	}
+	return w.nc.Write(p)
+}
+
+// drop gives the held part's buffer back. The caller holds mu.
+func (w *frameWriter) drop() {
+	outFrame{buf: w.held}.recycle()
+	w.held = nil
 }

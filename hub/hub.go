@@ -142,6 +142,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // Accept has answered the request
 	}
 	c := newConn(h, ws, hw.netConn)
+	c.frames = hw.frames
 
 	h.mu.Lock()
 	if h.closing {
