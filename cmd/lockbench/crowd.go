@@ -140,14 +140,14 @@ func (m *Main) runCrowd(ctx context.Context) error {
 	// tables, and was the slowest of every run.
 	var warm crowdPhase
 	var warmCPU time.Duration
-	if err := g.open(b, true, &warm, &warmCPU); err != nil {
+	if err := g.open(b, askWatch, &warm, &warmCPU); err != nil {
 		return err
 	}
 	if err := g.closeOnB(ctx); err != nil {
 		return err
 	}
 	res := crowdResult{watchers: o.watchers, dialers: o.dialers, rounds: make([]crowdRound, o.rounds)}
-	if err := g.open(b, false, &res.first, &res.firstCPU); err != nil {
+	if err := g.open(b, askNothing, &res.first, &res.firstCPU); err != nil {
 		return err
 	}
 	if err := g.closeOnB(ctx); err != nil {
@@ -166,14 +166,37 @@ func (m *Main) runCrowd(ctx context.Context) error {
 	return nil
 }
 
-// open opens the crowd on ih, watching or not, into into, and adds the hubs' process
-// CPU it took to cpu.
-func (g *crowdRig) open(ih *inprocHub, watch bool, into *crowdPhase, cpu *time.Duration) error {
-	w := 0
-	if watch {
-		w = 1
+// What each socket of a crowd sends after its auth (OPEN's last field).
+const (
+	askNothing = "0"
+	askWatch   = "1"
+	askPing    = "2" // -crowd-ping
+)
+
+// crowdAsk is what the measured crowd sends after its auth: its watch, or with
+// -crowd-ping a ping.
+func (g *crowdRig) crowdAsk() string {
+	if g.m.opt.crowdPing {
+		return askPing
 	}
-	cmd := fmt.Sprintf("OPEN %s %s %d", ih.url, ih.token, w)
+	return askWatch
+}
+
+// ping sends one ping on ws and reads its pong.
+func ping(ctx context.Context, ws *websocket.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	b, _ := json.Marshal(protocol.Request{ID: "p", Type: protocol.FramePing}) // strings only
+	if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
+		return err
+	}
+	return readFrameType(ctx, ws, protocol.FramePong)
+}
+
+// open opens the crowd on ih, each socket sending ask after its auth, into into, and adds the hubs' process
+// CPU it took to cpu.
+func (g *crowdRig) open(ih *inprocHub, ask string, into *crowdPhase, cpu *time.Duration) error {
+	cmd := fmt.Sprintf("OPEN %s %s %s", ih.url, ih.token, ask)
 	cpu0 := processCPU()
 	p, err := g.ch.do(cmd)
 	*cpu += processCPU() - cpu0
@@ -201,7 +224,7 @@ func (g *crowdRig) round(ctx context.Context, r *crowdRound, profile string) err
 		return err
 	}
 	var setupCPU time.Duration
-	if err := g.open(a, true, &r.setupA, &setupCPU); err != nil {
+	if err := g.open(a, askWatch, &r.setupA, &setupCPU); err != nil {
 		_ = a.stop() // an error of a round that failed already
 		return err
 	}
@@ -226,7 +249,11 @@ func (g *crowdRig) round(ctx context.Context, r *crowdRound, profile string) err
 		if profile != "" {
 			stopCPU = startCPUProfile(g.m.Stderr, profile)
 		}
-		err := g.open(g.b, watch, into, cpu)
+		ask := askNothing
+		if watch {
+			ask = g.crowdAsk()
+		}
+		err := g.open(g.b, ask, into, cpu)
 		stopCPU()
 		if err != nil {
 			return err
@@ -367,8 +394,13 @@ func (m *Main) reportCrowd(b *inprocHub, r crowdResult) {
 	fmt.Fprintf(w, "target: 2 in-process hubs on %s, clients in a child process, %d dialers; GOMAXPROCS %d\n\n",
 		b.redis, r.dialers, runtime.GOMAXPROCS(0))
 	n := r.watchers
-	fmt.Fprintf(w, "watchers            %d, a snapshot of %d locks each; %d round(s), each after a fresh hub A went away\n\n",
-		n, m.opt.snapshotLocks, len(r.rounds))
+	what, goals := fmt.Sprintf("a snapshot of %d locks each", m.opt.snapshotLocks), true
+	if m.opt.crowdPing {
+		// Not the goal's figure: the floor under it.
+		what, goals = "the crowd on B sends a ping instead of its watch (-crowd-ping)", false
+	}
+	fmt.Fprintf(w, "watchers            %d, %s; %d round(s), each after a fresh hub A went away\n\n",
+		n, what, len(r.rounds))
 	fmt.Fprintf(w, "round  setup on A  A gone  crowd on B  connect+auth on B  time ratio  hub CPU ratio  client CPU ratio\n")
 	for i, rd := range r.rounds {
 		f := r.figures(i)
@@ -384,22 +416,26 @@ func (m *Main) reportCrowd(b *inprocHub, r crowdResult) {
 	fmt.Fprintf(w, "\n%s:\n", of)
 	fmt.Fprintf(w, "A going away        all %d sockets saw their close (%d with 1001, last round)\n", n, last.goneA.Closes)
 	rate := spreadOf(r, func(f crowdFigures) float64 { return f.crowdRate })
-	fmt.Fprintf(w, "crowd on B          all %d watch again: %s sockets/s%s\n", n, rate.format("%.0f"),
-		verdict(n >= 10000, rate.med >= goalCrowdRate, fmt.Sprintf("goal ≥ %d/s for 10,000", goalCrowdRate)))
+	again, ask := "watch again", "watch"
+	if m.opt.crowdPing {
+		again, ask = "have their pong", "ping"
+	}
+	fmt.Fprintf(w, "crowd on B          all %d %s: %s sockets/s%s\n", n, again, rate.format("%.0f"),
+		verdict(goals && n >= 10000, rate.med >= goalCrowdRate, fmt.Sprintf("goal ≥ %d/s for 10,000", goalCrowdRate)))
 	fmt.Fprintf(w, "connect+auth on B   %s sockets/s\n", spreadOf(r, func(f crowdFigures) float64 { return f.baseRate }).format("%.0f"))
 	ratio := spreadOf(r, func(f crowdFigures) float64 { return f.timeRatio })
 	fmt.Fprintf(w, "crowd / connect     %s of the time%s\n", ratio.format("%.2f"),
-		verdict(ratio.med > 0, ratio.med <= goalCrowdRatio, fmt.Sprintf("goal ≤ %.1f", goalCrowdRatio)))
+		verdict(goals && ratio.med > 0, ratio.med <= goalCrowdRatio, fmt.Sprintf("goal ≤ %.1f", goalCrowdRatio)))
 	if r.firstCPU > 0 {
-		fmt.Fprintf(w, "hub CPU per socket  %s µs for connect + auth + watch, %s µs for connect + auth alone: %s\n",
-			spreadOf(r, func(f crowdFigures) float64 { return f.hubCPU }).format("%.0f"),
+		fmt.Fprintf(w, "hub CPU per socket  %s µs for connect + auth + %s, %s µs for connect + auth alone: %s\n",
+			spreadOf(r, func(f crowdFigures) float64 { return f.hubCPU }).format("%.0f"), ask,
 			spreadOf(r, func(f crowdFigures) float64 { return f.hubBaseCPU }).format("%.0f"),
 			spreadOf(r, func(f crowdFigures) float64 { return ratioOf(f.hubCPU, f.hubBaseCPU) }).format("%.2f"))
 	}
 	// In a test the clients share the hubs' process: their CPU is not theirs alone.
 	if r.first.CPUSeconds > 0 && !m.crowdInProcess {
-		fmt.Fprintf(w, "client CPU          %s µs per socket for connect + auth + watch, %s µs for connect + auth alone: %s\n",
-			spreadOf(r, func(f crowdFigures) float64 { return f.cliCPU }).format("%.0f"),
+		fmt.Fprintf(w, "client CPU          %s µs per socket for connect + auth + %s, %s µs for connect + auth alone: %s\n",
+			spreadOf(r, func(f crowdFigures) float64 { return f.cliCPU }).format("%.0f"), ask,
 			spreadOf(r, func(f crowdFigures) float64 { return f.cliBaseCPU }).format("%.0f"),
 			spreadOf(r, func(f crowdFigures) float64 { return ratioOf(f.cliCPU, f.cliBaseCPU) }).format("%.2f"))
 	}
@@ -504,8 +540,9 @@ type crowdSocket struct {
 
 // runCrowdClients answers the parent's commands, one line each, until in ends:
 //
-//	OPEN <ws url> <token url> <watch 0|1>  open -watchers sockets at once (-dialers at a
-//	                                       time): connect, auth, and watch when 1
+//	OPEN <ws url> <token url> <0|1|2>      open -watchers sockets at once (-dialers at a
+//	                                       time): connect, auth, and then nothing (0),
+//	                                       a watch (1) or a ping (2)
 //	AWAIT                                  wait until every open socket has ended
 //	CLOSE                                  close every open socket
 //
@@ -534,7 +571,7 @@ func runCrowdClients(ctx context.Context, o options, in io.Reader, out io.Writer
 			cl := &client{url: f[1], tokenURL: f[2], tenant: o.tenant, typ: o.entityType, http: hc}
 			var opened []*crowdSocket
 			cpu0 := processCPU()
-			p, opened, err = openCrowd(ctx, cl, o.watchers, o.dialers, f[3] == "1")
+			p, opened, err = openCrowd(ctx, cl, o.watchers, o.dialers, f[3])
 			p.CPUSeconds = (processCPU() - cpu0).Seconds()
 			socks = append(socks, opened...)
 		case len(f) == 1 && f[0] == "AWAIT":
@@ -565,7 +602,7 @@ func runCrowdClients(ctx context.Context, o options, in io.Reader, out io.Writer
 }
 
 // openCrowd opens n sockets at once, dialers at a time, and times them all.
-func openCrowd(ctx context.Context, cl *client, n, dialers int, watch bool) (crowdPhase, []*crowdSocket, error) {
+func openCrowd(ctx context.Context, cl *client, n, dialers int, ask string) (crowdPhase, []*crowdSocket, error) {
 	token, err := cl.token(ctx, "u-lockbench-crowd")
 	if err != nil {
 		return crowdPhase{}, nil, err
@@ -580,7 +617,12 @@ func openCrowd(ctx context.Context, cl *client, n, dialers int, watch bool) (cro
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			ws, err := cl.connect(ctx, token, watch)
+			ws, err := cl.connect(ctx, token, ask == askWatch)
+			if err == nil && ask == askPing {
+				if err = ping(ctx, ws); err != nil {
+					_ = ws.CloseNow()
+				}
+			}
 			if err != nil {
 				failed.Add(1)
 				firstErr.CompareAndSwap(nil, err)

@@ -31,6 +31,29 @@ func TestCrowdRun(t *testing.T) {
 	}
 }
 
+// TestCrowdRunPing: with -crowd-ping the measured crowd pings instead of watching,
+// reads no snapshot, and the report claims no goal for it.
+func TestCrowdRunPing(t *testing.T) {
+	srv := redistest.StartServer(t)
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut, crowdInProcess: true}
+	if err := m.ParseFlags([]string{"-mode", "crowd", "-redis-url", srv.URL(), "-watchers", "50", "-dialers", "8", "-timeout", "1m", "-rounds", "1", "-crowd-ping"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	report := out.String()
+	for _, want := range []string{"sends a ping instead of its watch", "all 50 have their pong", "connect + auth + ping", "list operations     0 during the last crowd"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	if strings.Contains(report, "goal") {
+		t.Errorf("a ping crowd's report names a goal:\n%s", report)
+	}
+}
+
 // TestParseCrowdFlags: -mode crowd needs a real Redis for its two hubs.
 func TestParseCrowdFlags(t *testing.T) {
 	m := &Main{Stderr: &bytes.Buffer{}}

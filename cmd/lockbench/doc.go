@@ -31,7 +31,9 @@
 // same -redis-url at once, authenticate and watch again (snapshots of -snapshot-locks
 // locks); the same crowd without the watch is the baseline of the ratio. It runs
 // -rounds rounds, each with a fresh first hub and set against the baseline before and
-// after it, and reports their median (crowd.go).
+// after it, and reports their median (crowd.go). With -crowd-ping the measured crowd
+// sends a ping in place of its watch: the cost of one request and answer, the floor
+// under a watch's.
 //
 // Usage:
 //

@@ -72,6 +72,7 @@ type options struct {
 	// -mode crowd
 	snapshotLocks int
 	rounds        int
+	crowdPing     bool
 }
 
 // Bounds of the flags: the tool never opens more than this.
@@ -124,6 +125,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Float64Var(&o.changeRate, "change-rate", 25, "with -mode foreign: changes a second, at random moments")
 	fs.IntVar(&o.rounds, "rounds", 3, "with -mode crowd: rounds, each a fresh hub A going away and its crowd on B, reported as their median")
 	fs.IntVar(&o.snapshotLocks, "snapshot-locks", 20, "with -mode crowd: locks of the type, held through the run, that every snapshot carries")
+	fs.BoolVar(&o.crowdPing, "crowd-ping", false, "with -mode crowd: the measured crowd sends a ping instead of its watch, and waits for the pong: what one request and answer costs, the least a watch could")
 	lookup := m.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
