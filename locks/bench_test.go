@@ -152,7 +152,9 @@ func countLocks(vals []any) int {
 //     claimed them for another holder, so it announces that many TakenOver; the
 //     changes are made with the timer stopped, and each sweep is checked to announce
 //     exactly them;
-//   - list: List, the baseline.
+//   - list: List, the baseline;
+//   - snapshot: ListJSON, a watch's snapshot read (list.lua: the same range and MGET,
+//     with nothing compared, announced or written).
 //
 // Each reports its mean ns/op and, from INFO commandstats, the EVALSHA time Redis
 // spent on it (redis-us/op): the rest is the round trip and decoding in Go.
@@ -222,16 +224,21 @@ func BenchmarkSweep(b *testing.B) {
 					b.Fatalf("List = %d locks, want %d", len(l), n)
 				}
 			}
+			snapshot := func() {
+				if j, err := s.ListJSON(ctx, tenant, typ); err != nil || len(j) < 2+n*100 {
+					b.Fatalf("ListJSON = %d bytes, %v; want %d locks", len(j), err, n)
+				}
+			}
 			sweep() // take in anything the claims left to catch up
 
 			// Blocks, not call by call, as in BenchmarkListByType: a 10,000-lock script
 			// leaves the caches cold for whatever runs right after it.
 			const block = 5
-			var t [3]time.Duration
-			var redisUs [3]float64
-			var runs [3]float64
+			var t [4]time.Duration
+			var redisUs [4]float64
+			var runs [4]float64
 			for i := 0; b.Loop(); i++ {
-				kind := (i / block) % 3
+				kind := (i / block) % 4
 				b.StopTimer()
 				if kind == 1 {
 					change()
@@ -239,7 +246,7 @@ func BenchmarkSweep(b *testing.B) {
 				before := foreignChanges(s)
 				us := evalshaUsec(b, c)
 				b.StartTimer()
-				t[kind] += timeIt([]func(){sweep, sweep, list}[kind])
+				t[kind] += timeIt([]func(){sweep, sweep, list, snapshot}[kind])
 				b.StopTimer()
 				redisUs[kind] += evalshaUsec(b, c) - us
 				runs[kind]++
@@ -252,7 +259,7 @@ func BenchmarkSweep(b *testing.B) {
 				}
 				b.StartTimer()
 			}
-			if runs[2] == 0 || runs[1] == 0 {
+			if runs[3] == 0 {
 				b.Fatalf("too few iterations (%d) to interleave: raise -benchtime", b.N)
 			}
 			per := func(kind int) float64 { return float64(t[kind].Nanoseconds()) / runs[kind] }
@@ -261,9 +268,12 @@ func BenchmarkSweep(b *testing.B) {
 			b.ReportMetric(per(2), "list-ns/op")
 			b.ReportMetric(per(0)/per(2), "sweep/list")
 			b.ReportMetric(per(1)/per(2), "changed/list")
+			b.ReportMetric(per(3), "snapshot-ns/op")
+			b.ReportMetric(per(3)/per(2), "snapshot/list")
 			b.ReportMetric(redisUs[0]/runs[0], "sweep-redis-us/op")
 			b.ReportMetric(redisUs[1]/runs[1], "changed-redis-us/op")
 			b.ReportMetric(redisUs[2]/runs[2], "list-redis-us/op")
+			b.ReportMetric(redisUs[3]/runs[3], "snapshot-redis-us/op")
 		})
 	}
 }
