@@ -65,45 +65,21 @@ func BenchmarkFanoutWrite(b *testing.B) {
 
 	conns := servedConns(b, fanoutConns)
 
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	ctx := context.Background()
-	const round = 1000 // frames per method per round
-	var wsCPU, rawCPU time.Duration
-	var wsFrames, rawFrames int
 	next := 0
-	b.ResetTimer()
-	for i := 0; i < b.N; {
-		n := min(round, b.N-i)
-		t0 := threadCPU(b)
-		for range n {
-			s := conns[next%fanoutConns]
-			next++
-			if err := s.ws.Write(ctx, websocket.MessageText, payload); err != nil {
-				b.Fatal(err)
-			}
+	alternate(b, "ws", func() {
+		s := conns[next%fanoutConns]
+		next++
+		if err := s.ws.Write(ctx, websocket.MessageText, payload); err != nil {
+			b.Fatal(err)
 		}
-		t1 := threadCPU(b)
-		for range n {
-			s := conns[next%fanoutConns]
-			next++
-			if _, err := s.nc.Write(frame); err != nil {
-				b.Fatal(err)
-			}
+	}, "raw", func() {
+		s := conns[next%fanoutConns]
+		next++
+		if _, err := s.nc.Write(frame); err != nil {
+			b.Fatal(err)
 		}
-		t2 := threadCPU(b)
-		wsCPU += t1 - t0
-		rawCPU += t2 - t1
-		wsFrames += n
-		rawFrames += n
-		i += n
-	}
-	b.StopTimer()
-	wsPer := float64(wsCPU.Nanoseconds()) / float64(wsFrames)
-	rawPer := float64(rawCPU.Nanoseconds()) / float64(rawFrames)
-	b.ReportMetric(wsPer, "cpu-ns/ws-frame")
-	b.ReportMetric(rawPer, "cpu-ns/raw-frame")
-	b.ReportMetric(rawPer/wsPer, "raw/ws")
+	})
 }
 
 // BenchmarkLargeFrameWrite measures what frameWriter saves on a frame larger than the
@@ -124,12 +100,7 @@ func BenchmarkLargeFrameWrite(b *testing.B) {
 		strings.TrimSuffix(strings.Repeat(lock+",", 20), ",") + `]}`)
 	cs := servedConns(b, conns)
 
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	ctx := context.Background()
-	const round = 1000 // frames per method per round
-	var splitCPU, joinedCPU time.Duration
-	var frames int
 	next := 0
 	write := func(join bool) {
 		s := cs[next%conns]
@@ -145,29 +116,40 @@ func BenchmarkLargeFrameWrite(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	alternate(b, "split", func() { write(false) }, "joined", func() { write(true) })
+}
+
+// alternate runs b.N calls of first and of second, in rounds of 1,000 of one then
+// 1,000 of the other, on the calling goroutine locked to its thread, and reports the
+// thread's CPU per call of each (cpu-ns/<name>-frame) and second's over first's
+// (<second>/<first>).
+func alternate(b *testing.B, firstName string, first func(), secondName string, second func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const round = 1000 // calls of each per round
+	var firstCPU, secondCPU time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; {
 		n := min(round, b.N-i)
 		t0 := threadCPU(b)
 		for range n {
-			write(false)
+			first()
 		}
 		t1 := threadCPU(b)
 		for range n {
-			write(true)
+			second()
 		}
 		t2 := threadCPU(b)
-		splitCPU += t1 - t0
-		joinedCPU += t2 - t1
-		frames += n
+		firstCPU += t1 - t0
+		secondCPU += t2 - t1
 		i += n
 	}
 	b.StopTimer()
-	split := float64(splitCPU.Nanoseconds()) / float64(frames)
-	joined := float64(joinedCPU.Nanoseconds()) / float64(frames)
-	b.ReportMetric(split, "cpu-ns/split-frame")
-	b.ReportMetric(joined, "cpu-ns/joined-frame")
-	b.ReportMetric(joined/split, "joined/split")
+	per1 := float64(firstCPU.Nanoseconds()) / float64(b.N)
+	per2 := float64(secondCPU.Nanoseconds()) / float64(b.N)
+	b.ReportMetric(per1, "cpu-ns/"+firstName+"-frame")
+	b.ReportMetric(per2, "cpu-ns/"+secondName+"-frame")
+	b.ReportMetric(per2/per1, secondName+"/"+firstName)
 }
 
 // served is one upgraded connection of servedConns: its websocket.Conn, the net.Conn
