@@ -78,11 +78,16 @@ func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Its Write is called by coder/websocket, one at a time (under its write lock); whole
 // and done, by the connection's writer around each of its frames.
 type frameWriter struct {
-	nc   net.Conn
+	nc net.Conn
+	// mu guards next and held; it is never held across a write to nc, so whole and
+	// done never wait behind coder/websocket's pong to a client that stopped reading.
 	mu   sync.Mutex
-	next bool    // guarded by mu: the next frame is larger than the buffer
-	held *[]byte // guarded by mu: that frame's first part, from frameBufs
+	next bool    // the next frame is larger than the buffer
+	held *[]byte // that frame's first part, from frameBufs
 }
+
+// errFrameCut reports a frame whose first part was held and whose rest never came.
+var errFrameCut = errors.New("hub: a frame was cut short after its first part")
 
 // whole tells w that the frame written next is n bytes of payload, so it holds the
 // first part when that frame is larger than the buffer (its header is at least 2
@@ -98,45 +103,48 @@ func (w *frameWriter) whole(n int) {
 	w.mu.Unlock()
 }
 
-// done follows the frame announced by whole: a part still held (which a frame larger
-// than the buffer never leaves, as coder/websocket writes it) is written now.
+// done follows the frame announced by whole. A part still held means the frame's rest
+// never came (coder/websocket, which writes a larger frame whole, never leaves one):
+// the client cannot be sent half a frame, nor anything after it, so the connection is
+// cut and done reports it.
 func (w *frameWriter) done() error {
 	if w == nil {
 		return nil
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.next = false
-	if w.held == nil {
+	held := w.held
+	w.held = nil
+	w.mu.Unlock()
+	if held == nil {
 		return nil
 	}
-	_, err := w.nc.Write(*w.held)
-	w.drop()
-	return err
+	outFrame{buf: held}.recycle()
+	_ = w.nc.Close() // the socket's teardown follows; its error is the one reported
+	return errFrameCut
 }
 
 func (w *frameWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch {
-	case w.held != nil: // the rest of the frame: out with its first part
-		*w.held = append(*w.held, p...)
-		first := len(*w.held) - len(p)
-		n, err := w.nc.Write(*w.held)
-		w.drop()
-		return max(n-first, 0), err
-	case w.next && len(p) == connWriteBuffer: // the buffer, full with the frame's start
+	held := w.held
+	w.held = nil
+	if held == nil && w.next && len(p) == connWriteBuffer {
+		// The buffer, full with the frame's start: held for the rest.
 		w.next = false
 		buf := frameBufs.Get().(*[]byte)
 		*buf = append((*buf)[:0], p...)
 		w.held = buf
+		w.mu.Unlock()
 		return len(p), nil
 	}
-	return w.nc.Write(p)
-}
-
-// drop gives the held part's buffer back. The caller holds mu.
-func (w *frameWriter) drop() {
-	outFrame{buf: w.held}.recycle()
-	w.held = nil
+	w.mu.Unlock()
+	if held == nil {
+		return w.nc.Write(p)
+	}
+	// The rest of the frame: out with its first part.
+	*held = append(*held, p...)
+	first := len(*held) - len(p)
+	n, err := w.nc.Write(*held)
+	outFrame{buf: held}.recycle()
+	return max(n-first, 0), err
 }
