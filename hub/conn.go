@@ -94,7 +94,8 @@ type outFrame struct {
 	b   []byte
 	typ protocol.FrameType
 	// buf, when set, is b's buffer, taken from frameBufs for this frame alone; it goes
-	// back once the frame is written (see recycle).
+	// back once the frame is written (see recycle). Only for a frame queued exactly
+	// once, to one socket: a watch's own snapshot.
 	buf *[]byte
 	// A presence frame's entity (viewPending) and the version of its viewers: a list
 	// older than one the socket was sent already is dropped, unless it answers a

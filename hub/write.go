@@ -257,6 +257,7 @@ func (c *conn) endSnapshot(typ string, start int, snap outFrame) {
 	}
 	ok := c.pushLocked("", snap)
 	for _, f := range held {
+		f.buf = nil // may be queued again after another snapshot: never recycled
 		ok = ok && c.pushLocked("", f)
 	}
 	c.mu.Unlock()

@@ -107,6 +107,7 @@ func (e *encodedValues) encode(ctx context.Context, s *Store, key typeKey, value
 		out = append(out, b...)
 	}
 	out = append(out, ']')
+	out = out[:len(out):len(out)] // shared with later reads: an append must copy
 	next.out = out
 	s.met.listValues.WithLabelValues(listDecoded).Add(float64(decoded))
 	s.met.listValues.WithLabelValues(listKnown).Add(float64(len(next.enc) - decoded))
