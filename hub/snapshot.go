@@ -10,9 +10,9 @@ import (
 
 // Coalesced snapshot reads: when an instance goes away its clients reconnect to the
 // others at once, and each of them watches. Read one by one, a crowd of 10,000 watches
-// of one type would be 10,000 List calls of the same index; here the watches of one
-// (tenant, type) that overlap share reads, so Redis sees at most one List of a key in
-// flight from this hub, and a crowd costs about (crowd duration / List time) of them.
+// of one type would be 10,000 reads (ListJSON) of the same index; here the watches of
+// one (tenant, type) that overlap share reads, so Redis sees at most one read of a key
+// in flight from this hub, and a crowd costs about (crowd duration / read time) of them.
 //
 // A read is valid for a watcher only if it began after the watcher was registered
 // (holding its events, see beginSnapshot): an event published between an earlier read
@@ -21,7 +21,7 @@ import (
 // which starts when the one in flight ends and serves every watcher that queued while
 // it was waiting. The watcher that queues first on a next read is its leader and makes
 // the call; the others wait for its result. Every wait is bounded by the store's own
-// timeout on List, so none needs a ctx.
+// timeout on ListJSON, so none needs a ctx.
 
 // snapshotReads coalesces the snapshot reads of a hub's watches. Its zero value is
 // ready to use. All methods may be called concurrently.
@@ -36,7 +36,7 @@ type snapshotKey struct {
 	next    *snapshotRead // queued behind reading, serving the watchers that came meanwhile
 }
 
-// snapshotRead is one List call and the watchers it serves.
+// snapshotRead is one ListJSON call and the watchers it serves.
 type snapshotRead struct {
 	start   chan struct{} // closed when the read may begin (the one before it ended)
 	done    chan struct{} // closed when locks and err are set

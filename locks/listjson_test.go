@@ -101,23 +101,31 @@ func testListJSON(t *testing.T, b backend) {
 	for _, uid := range []string{"r-1", "r-2", "r-3", "r-net", "r-bad"} {
 		keys = append(keys, LockKey(r(uid)), ConnsKey(r(uid)))
 	}
-	dump := func() []string {
-		out := make([]string, len(keys))
+	// Each key's DUMP (its value, "" when absent) and PTTL (-1 none, -2 absent).
+	dump := func() ([]string, []time.Duration) {
+		vals, ttls := make([]string, len(keys)), make([]time.Duration, len(keys))
 		for i, k := range keys {
-			out[i] = c.Dump(ctx, k).Val() // "" when absent
+			vals[i] = c.Dump(ctx, k).Val()
+			ttls[i] = c.PTTL(ctx, k).Val()
 		}
-		return out
+		return vals, ttls
 	}
-	before := dump()
+	start := time.Now()
+	before, ttlBefore := dump()
 	got, err := s.ListJSON(ctx, tenant, typ)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after := dump(); !slices.Equal(before, after) {
-		for i := range keys {
-			if before[i] != after[i] {
-				t.Errorf("ListJSON changed %s", keys[i])
-			}
+	after, ttlAfter := dump()
+	elapsed := time.Since(start)
+	for i, k := range keys {
+		if before[i] != after[i] {
+			t.Errorf("ListJSON changed %s", k)
+		}
+		// A TTL only runs down, by at most the time that passed.
+		b, a := ttlBefore[i], ttlAfter[i]
+		if (b < 0 || a < 0) && a != b || b >= 0 && (a > b || a < b-elapsed-time.Millisecond) {
+			t.Errorf("ListJSON changed the TTL of %s: %v, then %v", k, b, a)
 		}
 	}
 	list, err := s.List(ctx, tenant, typ) // sweeps: puts the index back

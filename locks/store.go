@@ -101,7 +101,7 @@ type Store struct {
 	// (presence.lua) read it: tests only, to drive time on a real server. Zero otherwise.
 	shift time.Duration
 	// foreign is foreignLock's head and tail for each lockable type, made once: every
-	// sweep and every snapshot read needs its type's.
+	// sweep and every List needs its type's.
 	foreign map[string][2]string
 }
 
