@@ -105,14 +105,11 @@ func BenchmarkLargeFrameWrite(b *testing.B) {
 	write := func(join bool) {
 		s := cs[next%conns]
 		next++
-		if join {
-			s.frames.whole(len(payload))
+		w := s.frames
+		if !join {
+			w = nil // coder/websocket's own two writes
 		}
-		err := s.ws.Write(ctx, websocket.MessageText, payload)
-		if derr := s.frames.done(); err == nil {
-			err = derr
-		}
-		if err != nil {
+		if err := writeWhole(ctx, s.ws, w, payload); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,11 +3,14 @@ package hub
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/coder/websocket"
 )
 
 // Buffer sizes of an upgraded connection. net/http hands a hijacked connection its own
@@ -89,6 +92,17 @@ type frameWriter struct {
 // errFrameCut reports a frame whose first part was held and whose rest never came.
 var errFrameCut = errors.New("hub: a frame was cut short after its first part")
 
+// writeWhole writes b to ws as one text message, telling w (nil: none) of it first, so
+// that a message larger than the write buffer leaves in one write(2).
+func writeWhole(ctx context.Context, ws *websocket.Conn, w *frameWriter, b []byte) error {
+	w.whole(len(b))
+	err := ws.Write(ctx, websocket.MessageText, b)
+	if derr := w.done(); err == nil {
+		err = derr
+	}
+	return err
+}
+
 // whole tells w that the frame written next is n bytes of payload, so it holds the
 // first part when that frame is larger than the buffer (its header is at least 2
 // bytes, and at least 4 above 125 bytes of payload). A frame larger than the pool's
@@ -119,7 +133,7 @@ func (w *frameWriter) done() error {
 	if held == nil {
 		return nil
 	}
-	outFrame{buf: held}.recycle()
+	putFrameBuf(held)
 	_ = w.nc.Close() // the socket's teardown follows; its error is the one reported
 	return errFrameCut
 }
@@ -145,6 +159,6 @@ func (w *frameWriter) Write(p []byte) (int, error) {
 	*held = append(*held, p...)
 	first := len(*held) - len(p)
 	n, err := w.nc.Write(*held)
-	outFrame{buf: held}.recycle()
+	putFrameBuf(held)
 	return max(n-first, 0), err
 }

@@ -366,10 +366,13 @@ const maxFrameBuf = 64 << 10
 
 // recycle gives f's buffer back to frameBufs, once f is written. f must not be used
 // after.
-func (f outFrame) recycle() {
-	if f.buf != nil && cap(*f.buf) <= maxFrameBuf {
-		*f.buf = (*f.buf)[:0]
-		frameBufs.Put(f.buf)
+func (f outFrame) recycle() { putFrameBuf(f.buf) }
+
+// putFrameBuf gives buf (nil: none) back to frameBufs, unless it grew past maxFrameBuf.
+func putFrameBuf(buf *[]byte) {
+	if buf != nil && cap(*buf) <= maxFrameBuf {
+		*buf = (*buf)[:0]
+		frameBufs.Put(buf)
 	}
 }
 

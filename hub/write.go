@@ -172,11 +172,7 @@ func (c *conn) write(f outFrame) error {
 	var err error
 	if c.netConn != nil {
 		_ = c.netConn.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout)) // fails only on a closed conn, which the write reports
-		c.frames.whole(len(f.b))
-		err = c.ws.Write(c.h.readCtx, websocket.MessageText, f.b)
-		if derr := c.frames.done(); err == nil {
-			err = derr
-		}
+		err = writeWhole(c.h.readCtx, c.ws, c.frames, f.b)
 	} else {
 		ctx, cancel := context.WithTimeout(c.h.ctx, c.h.cfg.WriteTimeout)
 		err = c.ws.Write(ctx, websocket.MessageText, f.b)

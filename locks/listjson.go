@@ -70,7 +70,9 @@ func (e *encodedValues) encode(ctx context.Context, s *Store, key typeKey, value
 		// kept again under this read's time (a crowd reads a quiet type thousands of
 		// times; each array is a snapshot's size).
 		s.met.listValues.WithLabelValues(listKnown).Add(float64(len(prev.enc)))
-		e.keep(key, &encodedSet{enc: prev.enc, vals: prev.vals, out: prev.out, read: time.Now()})
+		again := *prev
+		again.read = time.Now()
+		e.keep(key, &again)
 		return prev.out
 	}
 	next := &encodedSet{enc: make(map[string][]byte, len(values)), vals: make([]string, 0, len(values)), read: time.Now()}

@@ -193,8 +193,8 @@ func ping(ctx context.Context, ws *websocket.Conn) error {
 	return readFrameType(ctx, ws, protocol.FramePong)
 }
 
-// open opens the crowd on ih, each socket sending ask after its auth, into into, and adds the hubs' process
-// CPU it took to cpu.
+// open opens the crowd on ih, each socket sending ask after its auth, into into, and
+// adds the hubs' process CPU it took to cpu.
 func (g *crowdRig) open(ih *inprocHub, ask string, into *crowdPhase, cpu *time.Duration) error {
 	cmd := fmt.Sprintf("OPEN %s %s %s", ih.url, ih.token, ask)
 	cpu0 := processCPU()
@@ -395,9 +395,11 @@ func (m *Main) reportCrowd(b *inprocHub, r crowdResult) {
 		b.redis, r.dialers, runtime.GOMAXPROCS(0))
 	n := r.watchers
 	what, goals := fmt.Sprintf("a snapshot of %d locks each", m.opt.snapshotLocks), true
+	again, ask := "watch again", "watch"
 	if m.opt.crowdPing {
 		// Not the goal's figure: the floor under it.
 		what, goals = "the crowd on B sends a ping instead of its watch (-crowd-ping)", false
+		again, ask = "have their pong", "ping"
 	}
 	fmt.Fprintf(w, "watchers            %d, %s; %d round(s), each after a fresh hub A went away\n\n",
 		n, what, len(r.rounds))
@@ -416,10 +418,6 @@ func (m *Main) reportCrowd(b *inprocHub, r crowdResult) {
 	fmt.Fprintf(w, "\n%s:\n", of)
 	fmt.Fprintf(w, "A going away        all %d sockets saw their close (%d with 1001, last round)\n", n, last.goneA.Closes)
 	rate := spreadOf(r, func(f crowdFigures) float64 { return f.crowdRate })
-	again, ask := "watch again", "watch"
-	if m.opt.crowdPing {
-		again, ask = "have their pong", "ping"
-	}
 	fmt.Fprintf(w, "crowd on B          all %d %s: %s sockets/s%s\n", n, again, rate.format("%.0f"),
 		verdict(goals && n >= 10000, rate.med >= goalCrowdRate, fmt.Sprintf("goal ≥ %d/s for 10,000", goalCrowdRate)))
 	fmt.Fprintf(w, "connect+auth on B   %s sockets/s\n", spreadOf(r, func(f crowdFigures) float64 { return f.baseRate }).format("%.0f"))
