@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/lockhub/lockhub/protocol"
 )
 
 // rusageThread is RUSAGE_THREAD of getrusage(2), which package syscall does not name:
@@ -175,7 +177,7 @@ func servedConns(b *testing.B, n int) []served {
 	conns := make([]served, 0, n)
 	var clients []net.Conn
 	for range n {
-		cc := rawUpgrade(b, srv.Listener.Addr().String())
+		cc := rawUpgrade(b, srv.Listener.Addr().String(), "/")
 		clients = append(clients, cc)
 		drained.Add(1)
 		go func() { // the draining reader: the frames' bytes, thrown away
@@ -197,17 +199,19 @@ func servedConns(b *testing.B, n int) []served {
 	return conns
 }
 
-// rawUpgrade opens a WebSocket to addr by hand and returns the bare TCP connection,
-// its 101 read: what the server writes next are frames, for a reader to drain.
-func rawUpgrade(tb testing.TB, addr string) net.Conn {
+// rawUpgrade opens a WebSocket to addr and path by hand, asking for lockhub's
+// subprotocol, and returns the bare TCP connection, its 101 read: what the server
+// writes next are frames.
+func rawUpgrade(tb testing.TB, addr, path string) net.Conn {
 	tb.Helper()
 	nc, err := net.Dial("tcp", addr)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	key := base64.StdEncoding.EncodeToString([]byte(rand.Text())[:16])
-	fmt.Fprintf(nc, "GET / HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-		"Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n", addr, key)
+	fmt.Fprintf(nc, "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: %s\r\n\r\n",
+		path, addr, key, protocol.Subprotocol)
 	br := bufio.NewReader(nc)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {

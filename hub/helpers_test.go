@@ -56,6 +56,9 @@ type hubOptions struct {
 	dev   *auth.Dev // shared by several hubs; nil means a new one
 	// sndbuf, when set, caps the kernel send buffer of every accepted connection.
 	sndbuf int
+	// wrap, when set, is given every accepted connection and returns what the hub
+	// serves it through.
+	wrap func(net.Conn) net.Conn
 }
 
 // startMini starts a hub on a fresh miniredis.
@@ -118,8 +121,8 @@ func startHub(t testing.TB, rdb redis.UniversalClient, o hubOptions) *testHub {
 	runDone := make(chan error, 1)
 	go func() { runDone <- h.Run(ctx) }()
 	srv := httptest.NewUnstartedServer(h)
-	if o.sndbuf > 0 {
-		srv.Listener = sndbufListener{srv.Listener, o.sndbuf}
+	if o.sndbuf > 0 || o.wrap != nil {
+		srv.Listener = sndbufListener{srv.Listener, o.sndbuf, o.wrap}
 	}
 	srv.Start()
 	stop := sync.OnceFunc(func() {
@@ -138,17 +141,22 @@ func startHub(t testing.TB, rdb redis.UniversalClient, o hubOptions) *testHub {
 	return &testHub{t: t, hub: h, store: store, srv: srv, url: "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws", dev: dev, reg: preg, stop: stop}
 }
 
-// sndbufListener sets the send buffer of each connection it accepts, so that a client
-// that stops reading fills it after a few frames instead of megabytes.
+// sndbufListener sets the send buffer of each connection it accepts (when size is
+// set), so that a client that stops reading fills it after a few frames instead of
+// megabytes, and wraps it (when wrap is set).
 type sndbufListener struct {
 	net.Listener
 	size int
+	wrap func(net.Conn) net.Conn
 }
 
 func (l sndbufListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if tc, ok := c.(*net.TCPConn); ok {
+	if tc, ok := c.(*net.TCPConn); ok && l.size > 0 {
 		_ = tc.SetWriteBuffer(l.size) // a test knob: without it the test is only slower
+	}
+	if err == nil && l.wrap != nil {
+		c = l.wrap(c)
 	}
 	return c, err
 }

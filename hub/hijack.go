@@ -16,9 +16,8 @@ import (
 // Buffer sizes of an upgraded connection. net/http hands a hijacked connection its own
 // 4 KiB reader and writer. Server frames are written whole by coder/websocket, header
 // and payload into the writer, then one flush: a frame larger than the writer would
-// take two write(2) calls (frameWriter joins them), so it holds an event (~300 bytes)
-// with room to spare. Client frames
-// are few and small (a Pong ~10 bytes, a claim ~150; the cap of 64 KiB is read through
+// take two write(2) calls (frameWriter joins them, as it joins a batch of frames), so
+// it holds an event (~300 bytes) with room to spare. Client frames are few and small (a Pong ~10 bytes, a claim ~150; the cap of 64 KiB is read through
 // in pieces, a payload larger than the buffer straight into the caller's slice), so a
 // reader of 128 bytes costs a larger one at most one more read(2), and an idle socket
 // keeps 384 bytes less (ISSUE 11: at most 12 KiB of RSS per idle authenticated socket).
@@ -66,99 +65,104 @@ func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, err
 		}
 	}
-	w.frames = &frameWriter{nc: nc}
+	w.frames = newFrameWriter(nc)
 	return nc, bufio.NewReadWriter(br, bufio.NewWriterSize(w.frames, connWriteBuffer)), nil
 }
 
 // frameWriter is what an upgraded connection's write buffer writes to. coder/websocket
-// writes a frame into that buffer, header then payload, and flushes it once; a frame
-// larger than the buffer leaves it in two write(2) calls, the full buffer and then the
-// rest, and the client wakes and reads for each. Told such a frame comes (whole), it
-// holds the full buffer and writes it with the rest in one call: a snapshot of 20 locks
-// (about 4 KiB) is one write, not two, for the hub and for the client. Every other
-// write passes straight through.
+// writes each frame into that buffer, header then payload, and flushes it once; a frame
+// larger than the buffer leaves it in two write(2) calls, two frames in a row in two
+// more, and the client wakes and reads for each. Between hold and release, frameWriter
+// keeps what it is given and writes it all in one call: the welcome and the snapshot
+// of a watch sent with the auth, or a batch of events, are one write for the hub and
+// one wake-up for the client. Outside hold and release, writes pass straight through.
 //
-// Its Write is called by coder/websocket, one at a time (under its write lock); whole
-// and done, by the connection's writer around each of its frames.
+// Write is called by coder/websocket, one frame at a time, under its write lock (which
+// takes in the Pongs and the close frame it writes itself, so what is held is always
+// whole frames); hold and release, by the connection's writer around its frames.
 type frameWriter struct {
 	nc net.Conn
-	// mu guards next and held; it is never held across a write to nc, so whole and
-	// done never wait behind coder/websocket's pong to a client that stopped reading.
-	mu   sync.Mutex
-	next bool    // the next frame is larger than the buffer
-	held *[]byte // that frame's first part, from frameBufs
+	// wmu, a one-slot semaphore, orders the writes to nc: a frame that comes while
+	// release writes (a Pong, the close frame) leaves after what was held, never
+	// before it. A channel rather than a sync.Mutex, so a test can see, with
+	// testing/synctest, that such a write waits.
+	wmu chan struct{}
+	// mu guards holding and held; it is never held across a write to nc, so hold and
+	// release never wait behind coder/websocket's Pong to a client that stopped
+	// reading.
+	mu      sync.Mutex
+	holding bool
+	held    *[]byte // from frameBufs; nil when nothing is held
 }
 
-// errFrameCut reports a frame whose first part was held and whose rest never came.
-var errFrameCut = errors.New("hub: a frame was cut short after its first part")
+func newFrameWriter(nc net.Conn) *frameWriter {
+	return &frameWriter{nc: nc, wmu: make(chan struct{}, 1)}
+}
 
-// writeWhole writes b to ws as one text message, telling w (nil: none) of it first, so
-// that a message larger than the write buffer leaves in one write(2).
+// writeWhole writes b to ws as one text message through w (nil: none), so that a
+// message larger than the write buffer leaves in one write(2).
 func writeWhole(ctx context.Context, ws *websocket.Conn, w *frameWriter, b []byte) error {
-	w.whole(len(b))
+	if w == nil || len(b)+4 <= connWriteBuffer { // +4: the header of a frame over 125 bytes
+		return ws.Write(ctx, websocket.MessageText, b)
+	}
+	w.hold()
 	err := ws.Write(ctx, websocket.MessageText, b)
-	if derr := w.done(); err == nil {
-		err = derr
+	if rerr := w.release(); err == nil {
+		err = rerr
 	}
 	return err
 }
 
-// whole tells w that the frame written next is n bytes of payload, so it holds the
-// first part when that frame is larger than the buffer (its header is at least 2
-// bytes, and at least 4 above 125 bytes of payload). A frame larger than the pool's
-// buffers (maxFrameBuf) is left in two writes: a copy of it would cost more than the
-// write it saves.
-func (w *frameWriter) whole(n int) {
-	if w == nil || n+4 <= connWriteBuffer || n > maxFrameBuf-connWriteBuffer {
-		return
-	}
+// hold keeps what is written from now until release.
+func (w *frameWriter) hold() {
 	w.mu.Lock()
-	w.next = true
+	w.holding = true
 	w.mu.Unlock()
 }
 
-// done follows the frame announced by whole. A part still held means the frame's rest
-// never came (coder/websocket, which writes a larger frame whole, never leaves one):
-// the client cannot be sent half a frame, nor anything after it, so the connection is
-// cut and done reports it.
-func (w *frameWriter) done() error {
-	if w == nil {
-		return nil
-	}
+// release writes what was held since hold in one write(2), and stops holding.
+func (w *frameWriter) release() error {
+	w.wmu <- struct{}{} // before holding ends: a frame that finds it ended waits for this write
+	defer func() { <-w.wmu }()
 	w.mu.Lock()
-	w.next = false
+	w.holding = false
 	held := w.held
 	w.held = nil
 	w.mu.Unlock()
 	if held == nil {
 		return nil
 	}
+	_, err := w.nc.Write(*held)
 	putFrameBuf(held)
-	_ = w.nc.Close() // the socket's teardown follows; its error is the one reported
-	return errFrameCut
+	return err
 }
 
 func (w *frameWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	held := w.held
-	w.held = nil
-	if held == nil && w.next && len(p) == connWriteBuffer {
-		// The buffer, full with the frame's start: held for the rest.
-		w.next = false
-		buf := frameBufs.Get().(*[]byte)
-		*buf = append((*buf)[:0], p...)
-		w.held = buf
-		w.mu.Unlock()
-		return len(p), nil
+	if w.holding {
+		if held == nil {
+			held = frameBufs.Get().(*[]byte)
+			w.held = held
+		}
+		if len(*held)+len(p) <= maxFrameBuf {
+			*held = append(*held, p...)
+			w.mu.Unlock()
+			return len(p), nil
+		}
+		// More than a pooled buffer keeps (a snapshot of hundreds of locks): what is
+		// held leaves now, with p, rather than be copied into an ever larger buffer.
+		w.held = nil
 	}
 	w.mu.Unlock()
+	w.wmu <- struct{}{}
+	defer func() { <-w.wmu }()
 	if held == nil {
 		return w.nc.Write(p)
 	}
-	// The rest of the frame: out with its first part.
-	*held = append(*held, p...)
-	first := len(*held) - len(p)
-	n, err := w.nc.Write(*held)
+	first := int64(len(*held))
+	bufs := net.Buffers{*held, p} // one writev(2) on a TCP connection
+	n, err := bufs.WriteTo(w.nc)
 	putFrameBuf(held)
-	return max(n-first, 0), err
+	return int(max(n-first, 0)), err
 }

@@ -3,14 +3,14 @@ package hub
 import (
 	"bufio"
 	"bytes"
-	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/coder/websocket"
 )
@@ -58,10 +58,13 @@ func (h recordingHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return rc, brw, nil
 }
 
-// TestFrameWriter: a frame larger than the connection's write buffer, announced with
-// whole, leaves in one write(2) and arrives whole; without whole it takes two (what
-// coder/websocket does, and what the test would see if joining broke), as does a frame
-// too large to copy; every frame arrives whole.
+// TestFrameWriter: frames written between hold and release leave in one write(2) and
+// arrive whole and in order: a frame larger than the connection's write buffer, a
+// welcome with its snapshot, a batch of events. Without hold they take what
+// coder/websocket takes (two writes for a large frame, one per frame), which the test
+// would see if holding broke; so does a batch larger than the pool's buffers, whose
+// held part leaves with the frame that overflows it (one writev(2) on TCP, two writes
+// through the recording conn).
 func TestFrameWriter(t *testing.T) {
 	type accepted struct {
 		ws     *websocket.Conn
@@ -92,65 +95,129 @@ func TestFrameWriter(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		size   int
-		whole  bool
+		sizes  []int // the frames' payloads
+		held   bool  // written between hold and release
 		writes int
 	}{
-		{"small", 300, true, 1},
-		{"just fits", connWriteBuffer - 4, true, 1},
-		{"one byte over", connWriteBuffer - 3, true, 1},
-		{"a snapshot, announced", 4300, true, 1},
-		{"a snapshot, not announced", 4300, false, 2},
-		{"many buffers", 40 << 10, true, 1},
-		{"larger than the pool's buffers", 200 << 10, true, 2},
+		{"small", []int{300}, true, 1},
+		{"just fits", []int{connWriteBuffer - 4}, true, 1},
+		{"one byte over", []int{connWriteBuffer - 3}, true, 1},
+		{"a snapshot", []int{4300}, true, 1},
+		{"a snapshot, not held", []int{4300}, false, 2},
+		{"many buffers", []int{40 << 10}, true, 1},
+		{"a welcome and its snapshot", []int{320, 4300}, true, 1},
+		{"a welcome and its snapshot, not held", []int{320, 4300}, false, 3},
+		{"a batch of events", []int{300, 300, 300, 300, 300}, true, 1},
+		{"larger than the pool's buffers", []int{300, 200 << 10}, true, 2},
 	} {
-		payload := bytes.Repeat([]byte{'a' + byte(tc.size%26)}, tc.size)
+		var payloads [][]byte
+		for i, size := range tc.sizes {
+			payloads = append(payloads, bytes.Repeat([]byte{'a' + byte((size+i)%26)}, size))
+		}
 		n := s.rec.count()
-		w := s.frames
-		if !tc.whole {
-			w = nil // coder/websocket's own writes
+		if tc.held {
+			s.frames.hold()
 		}
-		if err := writeWhole(ctx, s.ws, w, payload); err != nil {
-			t.Fatalf("%s: write: %v", tc.name, err)
+		for _, p := range payloads {
+			if err := s.ws.Write(ctx, websocket.MessageText, p); err != nil {
+				t.Fatalf("%s: write: %v", tc.name, err)
+			}
 		}
-		_, got, err := client.Read(ctx)
-		if err != nil {
-			t.Fatalf("%s: read: %v", tc.name, err)
+		if tc.held {
+			if err := s.frames.release(); err != nil {
+				t.Fatalf("%s: release: %v", tc.name, err)
+			}
 		}
-		if !bytes.Equal(got, payload) {
-			t.Fatalf("%s: got %d bytes, not the %d written", tc.name, len(got), len(payload))
+		for i, want := range payloads {
+			_, got, err := client.Read(ctx)
+			if err != nil {
+				t.Fatalf("%s: read: %v", tc.name, err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s: frame %d: got %d bytes, not the %d written", tc.name, i, len(got), len(want))
+			}
 		}
 		if w := s.rec.since(n); len(w) != tc.writes {
-			t.Errorf("%s: %d bytes of payload left in writes of %v bytes, want %d write(s)", tc.name, tc.size, w, tc.writes)
+			t.Errorf("%s: frames of %v bytes left in writes of %v bytes, want %d write(s)", tc.name, tc.sizes, w, tc.writes)
+		}
+	}
+	// writeWhole holds a frame larger than the buffer alone, and lets a small one pass.
+	for _, size := range []int{300, 4300} {
+		n := s.rec.count()
+		if err := writeWhole(ctx, s.ws, s.frames, bytes.Repeat([]byte{'w'}, size)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := client.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if w := s.rec.since(n); len(w) != 1 {
+			t.Errorf("writeWhole of %d bytes: writes of %v bytes, want one", size, w)
 		}
 	}
 }
 
-// TestFrameWriterCutsAHalfFrame: a part held for a frame whose rest never came
-// (coder/websocket never does this) is not sent: the client would read half a frame.
-// done reports it and closes the connection.
-func TestFrameWriterCutsAHalfFrame(t *testing.T) {
-	a, b := net.Pipe()
-	defer b.Close()
-	rec := &recordedConn{Conn: a}
-	w := &frameWriter{nc: rec}
-	w.whole(4000)
-	first := bytes.Repeat([]byte{'x'}, connWriteBuffer)
-	if n, err := w.Write(first); n != len(first) || err != nil {
-		t.Fatalf("Write = %d, %v", n, err)
+// gatedConn is a connection whose first write waits for open to close; every write is
+// told on entered when it begins.
+type gatedConn struct {
+	net.Conn
+	entered chan string
+	open    chan struct{}
+	mu      sync.Mutex
+	first   bool
+	got     []string // the writes, in the order they ended
+}
+
+func (c *gatedConn) Write(p []byte) (int, error) {
+	c.entered <- string(p)
+	c.mu.Lock()
+	wait := !c.first
+	c.first = true
+	c.mu.Unlock()
+	if wait {
+		<-c.open
 	}
-	read := make(chan error, 1)
-	go func() {
-		_, err := io.ReadAll(b)
-		read <- err
-	}()
-	if err := w.done(); !errors.Is(err, errFrameCut) {
-		t.Fatalf("done = %v, want errFrameCut", err)
-	}
-	if err := <-read; err != nil {
-		t.Fatalf("the client's read ended with %v, want EOF", err)
-	}
-	if rec.count() != 0 {
-		t.Fatalf("%d writes of a half frame, want none", rec.count())
-	}
+	c.mu.Lock()
+	c.got = append(c.got, string(p))
+	c.mu.Unlock()
+	return len(p), nil
+}
+
+// TestFrameWriterKeepsOrder: a frame that coder/websocket writes while release is
+// writing what was held (a Pong, the close frame) leaves after it, not before: the
+// close frame must follow every frame the hub wrote before closing.
+func TestFrameWriterKeepsOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gc := &gatedConn{entered: make(chan string, 2), open: make(chan struct{})}
+		openGate := sync.OnceFunc(func() { close(gc.open) })
+		defer openGate() // a failed check still lets the writes end, as the bubble needs
+		w := newFrameWriter(gc)
+		w.hold()
+		if _, err := w.Write([]byte("held")); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 2)
+		go func() { done <- w.release() }()
+		if got := <-gc.entered; got != "held" {
+			t.Fatalf("release wrote %q first", got)
+		}
+		go func() { // the close frame, coming while release writes
+			_, err := w.Write([]byte("close"))
+			done <- err
+		}()
+		synctest.Wait() // release is in its write; the close frame waits, or has gone past it
+		select {
+		case got := <-gc.entered:
+			t.Fatalf("%q was written while the held frames were", got)
+		default:
+		}
+		openGate()
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if want := []string{"held", "close"}; !slices.Equal(gc.got, want) {
+			t.Fatalf("writes %q, want %q", gc.got, want)
+		}
+	})
 }

@@ -59,6 +59,7 @@ func (c *conn) readLoop() {
 // handleLoop answers queued frames until none is left.
 func (c *conn) handleLoop() {
 	defer c.wg.Done()
+	held := 0 // frames handled since the last writeAnswers
 	for {
 		c.mu.Lock()
 		if len(c.inbox) == 0 || c.closeCode != 0 || c.finished {
@@ -81,8 +82,22 @@ func (c *conn) handleLoop() {
 		} else {
 			c.request(f.typ, f.data)
 		}
+		// The answers to frames that came together leave together, in one write(2):
+		// a client that sends its watches with its auth wakes once for the welcome and
+		// the snapshots. At most maxInbox answers wait so, for frames already read.
+		if held++; held < maxInbox && c.queuedIn() {
+			continue
+		}
+		held = 0
 		c.writeAnswers()
 	}
+}
+
+// queuedIn reports whether frames wait for the handler.
+func (c *conn) queuedIn() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.inbox) > 0
 }
 
 // readEnded notes why reading stopped.

@@ -147,49 +147,86 @@ func (c *conn) writeQueued() {
 		batch, c.queue = c.queue, batch[:0]
 		c.mu.Unlock()
 
-		for i, f := range batch {
-			if c.shut.Load() { // closing: the close frame goes next, nothing after it
-				clear(batch[i:])
-				break
-			}
-			if err := c.write(f); err != nil {
-				c.mu.Lock()
-				c.writing = false
-				c.mu.Unlock()
-				return
-			}
-			f.recycle()
-			batch[i] = outFrame{} // let the frame's bytes go
+		if err := c.writeBatch(batch); err != nil {
+			c.mu.Lock()
+			c.writing = false
+			c.mu.Unlock()
+			return
 		}
+		clear(batch) // let the frames' bytes go
 		c.probe()
 	}
 }
 
-// write writes one frame within WriteTimeout. The deadline is the connection's own
-// (SetWriteDeadline), not a ctx: a ctx with a deadline costs every write a timer and a
-// registration, and this runs once per watcher per event.
-func (c *conn) write(f outFrame) error {
+// writeBatch writes frames within WriteTimeout, in one write(2) when there is more than
+// one or one larger than the connection's write buffer (frameWriter), and stops early
+// once the socket is closing: the close frame goes next, nothing after it. The deadline
+// is the connection's own (SetWriteDeadline), not a ctx: a ctx with a deadline costs
+// every write a timer and a registration, and this runs once per watcher per event.
+func (c *conn) writeBatch(frames []outFrame) error {
+	if c.netConn == nil {
+		for _, f := range frames {
+			if c.shut.Load() {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(c.h.ctx, c.h.cfg.WriteTimeout)
+			err := c.ws.Write(ctx, websocket.MessageText, f.b)
+			cancel()
+			if err != nil {
+				return c.writeFailed(err)
+			}
+			c.sent(f)
+		}
+		return nil
+	}
+	_ = c.netConn.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout)) // fails only on a closed conn, which the write reports
+	if len(frames) == 1 {
+		if err := writeWhole(c.h.readCtx, c.ws, c.frames, frames[0].b); err != nil {
+			return c.writeFailed(err)
+		}
+		c.sent(frames[0])
+		return nil
+	}
+	c.frames.hold()
+	n := 0
 	var err error
-	if c.netConn != nil {
-		_ = c.netConn.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout)) // fails only on a closed conn, which the write reports
-		err = writeWhole(c.h.readCtx, c.ws, c.frames, f.b)
-	} else {
-		ctx, cancel := context.WithTimeout(c.h.ctx, c.h.cfg.WriteTimeout)
-		err = c.ws.Write(ctx, websocket.MessageText, f.b)
-		cancel()
+	for _, f := range frames {
+		if c.shut.Load() {
+			break
+		}
+		if err = c.ws.Write(c.h.readCtx, websocket.MessageText, f.b); err != nil {
+			break
+		}
+		n++
+	}
+	if rerr := c.frames.release(); err == nil {
+		err = rerr
 	}
 	if err != nil {
-		// Only a timeout says the client is slow; other errors are a connection
-		// already closing.
-		if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
-			c.tooSlow(slowWrite)
-		}
-		return err
+		return c.writeFailed(err)
 	}
+	for _, f := range frames[:n] {
+		c.sent(f)
+	}
+	return nil
+}
+
+// writeFailed reports a failed write, closing the socket with 4429 when it timed out:
+// only a timeout says the client is slow; other errors are a connection already
+// closing.
+func (c *conn) writeFailed(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		c.tooSlow(slowWrite)
+	}
+	return err
+}
+
+// sent counts a frame written and gives its buffer back.
+func (c *conn) sent(f outFrame) {
 	if m := c.h.met.out[f.typ]; m != nil {
 		m.Inc()
 	}
-	return nil
+	f.recycle()
 }
 
 // tooSlow closes a socket whose client does not read fast enough: 4429.
