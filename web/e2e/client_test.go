@@ -291,6 +291,13 @@ func (c *fakeConn) handshake(t *testing.T, w welcomeOpts) frame {
 	if auth.str("token") == "" {
 		t.Fatalf("the auth frame has no token: %v", auth)
 	}
+	c.welcome(t, w)
+	return auth
+}
+
+// welcome sends the welcome of an auth frame already read.
+func (c *fakeConn) welcome(t *testing.T, w welcomeOpts) {
+	t.Helper()
 	if w.oid == "" {
 		w.oid, w.name = "u-me", "Me Myself"
 	}
@@ -303,7 +310,6 @@ func (c *fakeConn) handshake(t *testing.T, w welcomeOpts) frame {
 		"leaseMs": 300000, "renewMs": w.renewMs, "serverTime": stamp(time.Now()),
 		"lockable": []string{"ApprovalRequest"}, "canTakeOver": w.canTakeOver,
 	})
-	return auth
 }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
@@ -451,6 +457,34 @@ func TestClient(t *testing.T) {
 		}
 		if !eval[bool](t, e.tab, `client.held().length === 1 && client.me.oid === 'u-me'`) {
 			t.Error("the lock is not held")
+		}
+	})
+
+	// A page's watches go right behind its auth, before any welcome, on its first
+	// socket and on the one after a 1001: a reconnect crowd's snapshots cost the hub no
+	// round trip of their own, and it answers them with the welcome in one write.
+	t.Run("WatchesGoWithTheAuth", func(t *testing.T) {
+		t.Parallel()
+		e := newClientEnv(t, browser)
+		// No spread of the reconnect after 1001: Math.random is stubbed to 0.
+		eval[bool](t, e.tab, `start({}) && (Math.random = () => 0, window.w = client.watch('ApprovalRequest'), true)`)
+		for i := range 2 {
+			c := e.hub.accept(t)
+			c.expect(t, "auth")
+			req := c.expect(t, "watch") // no welcome was sent
+			if req.str("entityType") != "ApprovalRequest" || req.str("id") == "" {
+				t.Fatalf("socket %d: watch frame %v", i, req)
+			}
+			c.welcome(t, welcomeOpts{})
+			uid := fmt.Sprintf("r-%d", i+1)
+			c.reply(t, req, "snapshot", map[string]any{"entityType": "ApprovalRequest",
+				"locks": []any{lock(uid, "u-grace", "Grace Hopper", 5*time.Minute)}})
+			waitFor(t, e.tab, "the snapshot applied",
+				fmt.Sprintf(`w.locks.size === 1 && w.get(%q) !== undefined && client.state.state === 'open'`, uid),
+				5*time.Second, `JSON.stringify([...w.locks.keys()])`)
+			if i == 0 {
+				_ = c.c.Close(websocket.StatusGoingAway, "shutting down") // the next socket is the check
+			}
 		}
 	})
 

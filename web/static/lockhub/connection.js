@@ -114,6 +114,10 @@ export class LockClient {
   /** @type {Heartbeat|null} the liveness check of #ws */
   #heartbeat = null;
   #authed = false;
+  // The socket is open and its auth went out: requests may follow the auth at once,
+  // before the welcome (the hub answers them in order, after it), so a reconnect's
+  // watches cost no round trip of their own.
+  #sending = false;
   /** @type {string} the token the current socket authenticated with */
   #token = '';
   /** @type {Welcome|null} */
@@ -171,7 +175,7 @@ export class LockClient {
     };
     this.#watches = new Watches({
       request: (frame) => this.#request(frame, false),
-      authed: () => this.#authed,
+      sending: () => this.#sending,
       now: () => this.now(),
       onSnapshot: (type, locks) => this.#holds.snapshot(type, locks),
       onError: (err) => this.#o.onError(err),
@@ -492,6 +496,7 @@ export class LockClient {
     }
     this.#ws = ws;
     this.#authed = false;
+    this.#sending = false;
     this.#token = token;
     const heartbeat = new Heartbeat({
       idleMs: this.#o.idlePingMs,
@@ -507,6 +512,10 @@ export class LockClient {
       if (ws !== this.#ws) return;
       ws.send(JSON.stringify({ type: 'auth', token }));
       heartbeat.expectAnswer();
+      // The watches go with the auth: their snapshots come right after the welcome,
+      // which the hub then sends with them in one write.
+      this.#sending = true;
+      this.#watches.connected();
     };
     ws.onmessage = (ev) => {
       if (ws !== this.#ws) return;
@@ -567,6 +576,7 @@ export class LockClient {
     this.#heartbeat = null;
     const wasAuthed = this.#authed;
     this.#authed = false;
+    this.#sending = false;
     clearTimeout(this.#refreshTimer);
     this.#watches.disconnected();
     this.#views.disconnected();
@@ -683,9 +693,8 @@ export class LockClient {
     this.#setState({ state: 'open', attempt: 0 });
     this.#scheduleRefresh(this.#token);
     this.#heartbeat?.pingWhenIdle();
-    // Re-watch (the snapshot makes the maps whole), re-claim what is wanted, then send
-    // what waited for the connection.
-    this.#watches.connected();
+    // The watches went with the auth (their snapshots make the maps whole); re-claim
+    // what is wanted, then send what waited for the connection.
     this.#holds.reclaim();
     this.#views.connected();
     for (const p of this.#pending.values()) if (!p.sent) this.#transmit(p);
@@ -801,7 +810,7 @@ export class LockClient {
       /** @type {Pending} */
       const p = { frame: { ...frame, id }, resolve, reject, resend, sent: false, timer: undefined };
       this.#pending.set(id, p);
-      if (this.#authed) this.#transmit(p);
+      if (this.#sending) this.#transmit(p);
     });
   }
 

@@ -38,7 +38,8 @@ import { LockhubError } from './protocol.js';
  *   sends a request once the connection is up, and not again after a reconnect: it
  *   rejects with code `disconnected` when its socket closes first, `closed` once the
  *   client is closed
- * @property {() => boolean} authed   a socket is authenticated now
+ * @property {() => boolean} sending  requests may be sent now: a socket is open and its auth
+ *   went first (the hub answers them after its welcome)
  * @property {() => number} now        the client's estimate of the server's clock, Unix ms
  * @property {(type: string, locks: Map<string, Lock>) => void} onSnapshot
  *   a snapshot replaced the map of type (the holds learn from it)
@@ -94,7 +95,7 @@ export class Watches {
       },
       get: (uid) => t.locks.get(uid),
       synced: () =>
-        t.synced && this.#host.authed() ? Promise.resolve() : new Promise((r) => t.waiters.push(r)),
+        t.synced && this.#host.sending() ? Promise.resolve() : new Promise((r) => t.waiters.push(r)),
       close: () => {
         if (closed) return;
         closed = true;
@@ -122,12 +123,12 @@ export class Watches {
     t.refs--;
     if (t.refs > 0) return;
     this.#types.delete(type);
-    if (this.#host.authed()) void this.#host.request({ type: 'unwatch', entityType: type }).catch(() => {});
+    if (this.#host.sending()) void this.#host.request({ type: 'unwatch', entityType: type }).catch(() => {});
   }
 
   // ------------------------------------------------------------------ what the connection tells
 
-  /** After a welcome: watches every type again; its snapshot makes the map whole. */
+  /** Once a socket has sent its auth: watches every type again; its snapshot makes the map whole. */
   connected() {
     for (const t of this.#types.values()) if (t.refs > 0) this.#sendWatch(t);
   }
@@ -194,7 +195,7 @@ export class Watches {
       this.#types.set(type, t);
     }
     t.refs++;
-    if (t.refs === 1 && this.#host.authed()) this.#sendWatch(t);
+    if (t.refs === 1 && this.#host.sending()) this.#sendWatch(t);
     return t;
   }
 
