@@ -182,17 +182,6 @@ func (g *crowdRig) crowdAsk() string {
 	return askWatch
 }
 
-// ping sends one ping on ws and reads its pong.
-func ping(ctx context.Context, ws *websocket.Conn) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	b, _ := json.Marshal(protocol.Request{ID: "p", Type: protocol.FramePing}) // strings only
-	if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
-		return err
-	}
-	return readFrameType(ctx, ws, protocol.FramePong)
-}
-
 // open opens the crowd on ih, each socket sending ask after its auth, into into, and
 // adds the hubs' process CPU it took to cpu.
 func (g *crowdRig) open(ih *inprocHub, ask string, into *crowdPhase, cpu *time.Duration) error {
@@ -401,8 +390,13 @@ func (m *Main) reportCrowd(b *inprocHub, r crowdResult) {
 		what, goals = "the crowd on B sends a ping instead of its watch (-crowd-ping)", false
 		again, ask = "have their pong", "ping"
 	}
-	fmt.Fprintf(w, "watchers            %d, %s; %d round(s), each after a fresh hub A went away\n\n",
+	fmt.Fprintf(w, "watchers            %d, %s; %d round(s), each after a fresh hub A went away\n",
 		n, what, len(r.rounds))
+	sent := "right behind its auth, as the browser client does (-pipeline)"
+	if !m.opt.pipeline {
+		sent = "after the welcome (-pipeline=false)"
+	}
+	fmt.Fprintf(w, "each socket sends   its %s %s\n\n", ask, sent)
 	fmt.Fprintf(w, "round  setup on A  A gone  crowd on B  connect+auth on B  time ratio  hub CPU ratio  client CPU ratio\n")
 	for i, rd := range r.rounds {
 		f := r.figures(i)
@@ -505,7 +499,8 @@ func (m *Main) startCrowdClients(ctx context.Context) (*crowdClients, error) {
 	}
 	cmd := exec.CommandContext(ctx, exe, "-mode", modeCrowd, "-child", "-redis-url", o.redisURL,
 		"-watchers", strconv.Itoa(o.watchers), "-dialers", strconv.Itoa(o.dialers),
-		"-tenant", o.tenant, "-type", o.entityType, "-timeout", o.timeout.String())
+		"-tenant", o.tenant, "-type", o.entityType, "-timeout", o.timeout.String(),
+		"-pipeline="+strconv.FormatBool(o.pipeline))
 	cmd.Stderr = m.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -540,7 +535,8 @@ type crowdSocket struct {
 //
 //	OPEN <ws url> <token url> <0|1|2>      open -watchers sockets at once (-dialers at a
 //	                                       time): connect, auth, and then nothing (0),
-//	                                       a watch (1) or a ping (2)
+//	                                       a watch (1) or a ping (2), sent right behind
+//	                                       the auth with -pipeline
 //	AWAIT                                  wait until every open socket has ended
 //	CLOSE                                  close every open socket
 //
@@ -569,7 +565,7 @@ func runCrowdClients(ctx context.Context, o options, in io.Reader, out io.Writer
 			cl := &client{url: f[1], tokenURL: f[2], tenant: o.tenant, typ: o.entityType, http: hc}
 			var opened []*crowdSocket
 			cpu0 := processCPU()
-			p, opened, err = openCrowd(ctx, cl, o.watchers, o.dialers, f[3])
+			p, opened, err = openCrowd(ctx, cl, o.watchers, o.dialers, f[3], o.pipeline)
 			p.CPUSeconds = (processCPU() - cpu0).Seconds()
 			socks = append(socks, opened...)
 		case len(f) == 1 && f[0] == "AWAIT":
@@ -599,11 +595,19 @@ func runCrowdClients(ctx context.Context, o options, in io.Reader, out io.Writer
 	return sc.Err()
 }
 
-// openCrowd opens n sockets at once, dialers at a time, and times them all.
-func openCrowd(ctx context.Context, cl *client, n, dialers int, ask string) (crowdPhase, []*crowdSocket, error) {
+// openCrowd opens n sockets at once, dialers at a time, and times them all; each sends
+// ask after its auth, right behind it with pipeline.
+func openCrowd(ctx context.Context, cl *client, n, dialers int, ask string, pipeline bool) (crowdPhase, []*crowdSocket, error) {
 	token, err := cl.token(ctx, "u-lockbench-crowd")
 	if err != nil {
 		return crowdPhase{}, nil, err
+	}
+	var req *protocol.Request
+	switch ask {
+	case askWatch:
+		req = cl.watchRequest()
+	case askPing:
+		req = &protocol.Request{ID: "p", Type: protocol.FramePing}
 	}
 	socks := make([]*crowdSocket, n)
 	var failed atomic.Int64
@@ -615,12 +619,7 @@ func openCrowd(ctx context.Context, cl *client, n, dialers int, ask string) (cro
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			ws, err := cl.connect(ctx, token, ask == askWatch)
-			if err == nil && ask == askPing {
-				if err = ping(ctx, ws); err != nil {
-					_ = ws.CloseNow()
-				}
-			}
+			ws, err := cl.dial(ctx, token, req, pipeline)
 			if err != nil {
 				failed.Add(1)
 				firstErr.CompareAndSwap(nil, err)

@@ -12,7 +12,8 @@ import (
 
 // TestCrowdRun: a short -mode crowd run on a real redis-server: in each of two rounds 50
 // watchers move from a fresh in-process hub to the other, every one of them sees 1001
-// and watches again, and the report gives each round and their median.
+// and watches again (its watch right behind its auth, the default), and the report
+// gives each round and their median.
 func TestCrowdRun(t *testing.T) {
 	srv := redistest.StartServer(t)
 	var out, errOut bytes.Buffer
@@ -24,7 +25,7 @@ func TestCrowdRun(t *testing.T) {
 		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
 	report := out.String()
-	for _, want := range []string{"watchers            50, a snapshot of 3 locks each; 2 round(s)", "\n    1  ", "\n    2  ", "median of the rounds", "(50 with 1001", "all 50 watch again", "crowd / connect", "redis commands"} {
+	for _, want := range []string{"watchers            50, a snapshot of 3 locks each; 2 round(s)", "its watch right behind its auth", "\n    1  ", "\n    2  ", "median of the rounds", "(50 with 1001", "all 50 watch again", "crowd / connect", "redis commands"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
@@ -32,19 +33,20 @@ func TestCrowdRun(t *testing.T) {
 }
 
 // TestCrowdRunPing: with -crowd-ping the measured crowd pings instead of watching,
-// reads no snapshot, and the report claims no goal for it.
+// reads no snapshot, and the report claims no goal for it; with -pipeline=false each
+// socket waits for its welcome before it pings.
 func TestCrowdRunPing(t *testing.T) {
 	srv := redistest.StartServer(t)
 	var out, errOut bytes.Buffer
 	m := &Main{Stdout: &out, Stderr: &errOut, crowdInProcess: true}
-	if err := m.ParseFlags([]string{"-mode", "crowd", "-redis-url", srv.URL(), "-watchers", "50", "-dialers", "8", "-timeout", "1m", "-rounds", "1", "-crowd-ping"}); err != nil {
+	if err := m.ParseFlags([]string{"-mode", "crowd", "-redis-url", srv.URL(), "-watchers", "50", "-dialers", "8", "-timeout", "1m", "-rounds", "1", "-crowd-ping", "-pipeline=false"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Run(context.Background()); err != nil {
 		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
 	report := out.String()
-	for _, want := range []string{"sends a ping instead of its watch", "all 50 have their pong", "connect + auth + ping", "list operations     0 during the last crowd"} {
+	for _, want := range []string{"sends a ping instead of its watch", "its ping after the welcome (-pipeline=false)", "all 50 have their pong", "connect + auth + ping", "list operations     0 during the last crowd"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}

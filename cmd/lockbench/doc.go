@@ -29,7 +29,8 @@
 // With -mode crowd it measures a reconnect crowd (ISSUE 11): -watchers sockets watch a
 // type on one in-process hub, it shuts down, and all of them dial a second hub on the
 // same -redis-url at once, authenticate and watch again (snapshots of -snapshot-locks
-// locks); the same crowd without the watch is the baseline of the ratio. It runs
+// locks; each watch sent right behind its auth unless -pipeline=false); the same crowd
+// without the watch is the baseline of the ratio. It runs
 // -rounds rounds, each with a fresh first hub and set against the baseline before and
 // after it, and reports their median (crowd.go). With -crowd-ping the measured crowd
 // sends a ping in place of its watch: the cost of one request and answer, the floor

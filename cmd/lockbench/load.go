@@ -168,9 +168,25 @@ func (r *run) openWatchers(ctx context.Context, n, dialers int) ([]*watcher, err
 }
 
 // connect opens a raw socket and authenticates it, and watches the run's type when
-// watch. Both kinds are made by the same steps, so that the crowd's two sides differ
-// by the watch alone.
+// watch, waiting for the welcome before the watch.
 func (cl *client) connect(ctx context.Context, token string, watch bool) (*websocket.Conn, error) {
+	if !watch {
+		return cl.dial(ctx, token, nil, false)
+	}
+	return cl.dial(ctx, token, cl.watchRequest(), false)
+}
+
+// watchRequest is the watch of the run's type.
+func (cl *client) watchRequest() *protocol.Request {
+	return &protocol.Request{ID: "w", Type: protocol.FrameWatch, EntityType: cl.typ}
+}
+
+// dial opens a raw socket and authenticates it, then, when ask is set (a watch or a
+// ping), sends it and reads its answer: after the welcome, or with pipeline right
+// behind the auth, as the browser client sends its watches (the hub answers both in
+// one write). Every kind of socket is made by the same steps, so that the crowd's two
+// sides differ by the ask alone.
+func (cl *client) dial(ctx context.Context, token string, ask *protocol.Request, pipeline bool) (*websocket.Conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ws, _, err := websocket.Dial(dctx, cl.url, &websocket.DialOptions{HTTPClient: cl.http, Subprotocols: []string{protocol.Subprotocol}})
@@ -178,22 +194,39 @@ func (cl *client) connect(ctx context.Context, token string, watch bool) (*webso
 		return nil, err
 	}
 	ws.SetReadLimit(16 << 20) // a snapshot grows with its locks
-	exchange := func(req protocol.Request, want protocol.FrameType) error {
+	send := func(req protocol.Request) error {
 		b, _ := json.Marshal(req) // strings only
-		if err := ws.Write(dctx, websocket.MessageText, b); err != nil {
-			return err
-		}
-		return readFrameType(dctx, ws, want)
+		return ws.Write(dctx, websocket.MessageText, b)
 	}
-	err = exchange(protocol.Request{Type: protocol.FrameAuth, Token: token}, protocol.FrameWelcome)
-	if err == nil && watch {
-		err = exchange(protocol.Request{ID: "w", Type: protocol.FrameWatch, EntityType: cl.typ}, protocol.FrameSnapshot)
+	err = send(protocol.Request{Type: protocol.FrameAuth, Token: token})
+	if err == nil && ask != nil && pipeline {
+		err = send(*ask)
+	}
+	if err == nil {
+		err = readFrameType(dctx, ws, protocol.FrameWelcome)
+	}
+	if err == nil && ask != nil && !pipeline {
+		err = send(*ask)
+	}
+	if err == nil && ask != nil {
+		err = readFrameType(dctx, ws, answerType(ask.Type))
 	}
 	if err != nil {
 		_ = ws.CloseNow()
 		return nil, err
 	}
 	return ws, nil
+}
+
+// answerType is the type of the frame that answers a request of type t.
+func answerType(t protocol.FrameType) protocol.FrameType {
+	switch t {
+	case protocol.FrameWatch:
+		return protocol.FrameSnapshot
+	case protocol.FramePing:
+		return protocol.FramePong
+	}
+	return protocol.FrameResult
 }
 
 // answerBufs recycles the buffers readFrameType reads answers into.

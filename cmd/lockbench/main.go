@@ -73,6 +73,7 @@ type options struct {
 	snapshotLocks int
 	rounds        int
 	crowdPing     bool
+	pipeline      bool
 }
 
 // Bounds of the flags: the tool never opens more than this.
@@ -125,6 +126,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.Float64Var(&o.changeRate, "change-rate", 25, "with -mode foreign: changes a second, at random moments")
 	fs.IntVar(&o.rounds, "rounds", 3, "with -mode crowd: rounds, each a fresh hub A going away and its crowd on B, reported as their median")
 	fs.IntVar(&o.snapshotLocks, "snapshot-locks", 20, "with -mode crowd: locks of the type, held through the run, that every snapshot carries")
+	fs.BoolVar(&o.pipeline, "pipeline", true, "with -mode crowd: each socket sends its watch (or ping) right behind its auth, as the browser client does, and the hub answers both in one write; false waits for the welcome first")
 	fs.BoolVar(&o.crowdPing, "crowd-ping", false, "with -mode crowd: the measured crowd sends a ping instead of its watch, and waits for the pong: what one request and answer costs, the least a watch could")
 	lookup := m.LookupEnv
 	if lookup == nil {
