@@ -65,7 +65,7 @@ func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, err
 		}
 	}
-	w.frames = newFrameWriter(nc)
+	w.frames = &frameWriter{nc: nc}
 	return nc, bufio.NewReadWriter(br, bufio.NewWriterSize(w.frames, connWriteBuffer)), nil
 }
 
@@ -82,21 +82,13 @@ func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // whole frames); hold and release, by the connection's writer around its frames.
 type frameWriter struct {
 	nc net.Conn
-	// wmu, a one-slot semaphore, orders the writes to nc: a frame that comes while
-	// release writes (a Pong, the close frame) leaves after what was held, never
-	// before it. A channel rather than a sync.Mutex, so a test can see, with
-	// testing/synctest, that such a write waits.
-	wmu chan struct{}
-	// mu guards holding and held; it is never held across a write to nc, so hold and
-	// release never wait behind coder/websocket's Pong to a client that stopped
-	// reading.
+	// mu guards holding and held. release keeps it through its write, so a frame that
+	// comes meanwhile (a Pong, the close frame) finds holding over only once what was
+	// held is out, and leaves after it, never before. Nothing else holds it across a
+	// write: a Pong waits for release only where it would wait for the socket anyway.
 	mu      sync.Mutex
 	holding bool
 	held    *[]byte // from frameBufs; nil when nothing is held
-}
-
-func newFrameWriter(nc net.Conn) *frameWriter {
-	return &frameWriter{nc: nc, wmu: make(chan struct{}, 1)}
 }
 
 // writeWhole writes b to ws as one text message through w (nil: none), so that a
@@ -122,13 +114,11 @@ func (w *frameWriter) hold() {
 
 // release writes what was held since hold in one write(2), and stops holding.
 func (w *frameWriter) release() error {
-	w.wmu <- struct{}{} // before holding ends: a frame that finds it ended waits for this write
-	defer func() { <-w.wmu }()
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.holding = false
 	held := w.held
 	w.held = nil
-	w.mu.Unlock()
 	if held == nil {
 		return nil
 	}
@@ -139,27 +129,26 @@ func (w *frameWriter) release() error {
 
 func (w *frameWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
-	held := w.held
-	if w.holding {
-		if held == nil {
-			held = frameBufs.Get().(*[]byte)
-			w.held = held
-		}
-		if len(*held)+len(p) <= maxFrameBuf {
-			*held = append(*held, p...)
-			w.mu.Unlock()
-			return len(p), nil
-		}
-		// More than a pooled buffer keeps (a snapshot of hundreds of locks): what is
-		// held leaves now, with p, rather than be copied into an ever larger buffer.
-		w.held = nil
-	}
-	w.mu.Unlock()
-	w.wmu <- struct{}{}
-	defer func() { <-w.wmu }()
-	if held == nil {
+	if !w.holding {
+		w.mu.Unlock()
 		return w.nc.Write(p)
 	}
+	held := w.held
+	if held == nil {
+		held = frameBufs.Get().(*[]byte)
+		w.held = held
+	}
+	if len(*held)+len(p) <= maxFrameBuf {
+		*held = append(*held, p...)
+		w.mu.Unlock()
+		return len(p), nil
+	}
+	// More than a pooled buffer keeps (a snapshot of hundreds of locks): what is held
+	// leaves now, with p, rather than be copied into an ever larger buffer. No other
+	// frame can come between (coder/websocket's write lock), nor release (its caller
+	// writes this frame).
+	w.held = nil
+	w.mu.Unlock()
 	first := int64(len(*held))
 	bufs := net.Buffers{*held, p} // one writev(2) on a TCP connection
 	n, err := bufs.WriteTo(w.nc)

@@ -6,11 +6,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -184,40 +185,60 @@ func (c *gatedConn) Write(p []byte) (int, error) {
 
 // TestFrameWriterKeepsOrder: a frame that coder/websocket writes while release is
 // writing what was held (a Pong, the close frame) leaves after it, not before: the
-// close frame must follow every frame the hub wrote before closing.
+// close frame must follow every frame the hub wrote before closing (RFC 6455 §5.5.1).
+// The held write is stopped in the connection until the close frame's writer is seen
+// waiting (or, were the order broken, has reached the connection).
 func TestFrameWriterKeepsOrder(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		gc := &gatedConn{entered: make(chan string, 2), open: make(chan struct{})}
-		openGate := sync.OnceFunc(func() { close(gc.open) })
-		defer openGate() // a failed check still lets the writes end, as the bubble needs
-		w := newFrameWriter(gc)
-		w.hold()
-		if _, err := w.Write([]byte("held")); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 2)
-		go func() { done <- w.release() }()
-		if got := <-gc.entered; got != "held" {
-			t.Fatalf("release wrote %q first", got)
-		}
-		go func() { // the close frame, coming while release writes
-			_, err := w.Write([]byte("close"))
-			done <- err
-		}()
-		synctest.Wait() // release is in its write; the close frame waits, or has gone past it
+	gc := &gatedConn{entered: make(chan string, 2), open: make(chan struct{})}
+	openGate := sync.OnceFunc(func() { close(gc.open) })
+	defer openGate() // a failed check still lets the writes end
+	w := &frameWriter{nc: gc}
+	w.hold()
+	if _, err := w.Write([]byte("held")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 2)
+	go func() { done <- w.release() }()
+	if got := <-gc.entered; got != "held" {
+		t.Fatalf("release wrote %q first", got)
+	}
+	go func() { // the close frame, coming while release writes
+		_, err := w.Write([]byte("close"))
+		done <- err
+	}()
+	deadline := time.Now().Add(waitTimeout)
+	for !blockedIn("sync.Mutex.Lock", "(*frameWriter).Write") {
 		select {
 		case got := <-gc.entered:
 			t.Fatalf("%q was written while the held frames were", got)
 		default:
 		}
-		openGate()
-		for range 2 {
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+		if time.Now().After(deadline) {
+			t.Fatal("the close frame's writer neither waited nor wrote")
 		}
-		if want := []string{"held", "close"}; !slices.Equal(gc.got, want) {
-			t.Fatalf("writes %q, want %q", gc.got, want)
+		runtime.Gosched()
+	}
+	openGate()
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
-	})
+	}
+	if want := []string{"held", "close"}; !slices.Equal(gc.got, want) {
+		t.Fatalf("writes %q, want %q", gc.got, want)
+	}
+}
+
+// blockedIn reports whether some goroutine waits with the reason given (as the
+// runtime's stack dump names it) in a function whose name contains fn.
+func blockedIn(reason, fn string) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, stack, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "["+reason) && strings.Contains(stack, fn) {
+			return true
+		}
+	}
+	return false
 }
