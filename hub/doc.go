@@ -22,7 +22,8 @@
 // ServeHTTP checks the Origin (403) and the subprotocol (400), upgrades, and hands the
 // socket to a goroutine of the hub's, the reader, and returns. The reader only reads:
 // frames go to a handler goroutine, started when a frame arrives and gone when none is
-// left, which answers them one at a time, in order, and writes its own answers. Events
+// left, which answers them one at a time, in order, and writes its own answers (those of
+// frames that came together in one write(2), see frameWriter in hijack.go). Events
 // go through a bounded queue to a writer goroutine that likewise exists only while
 // there is something to write. An idle socket is thus one goroutine parked in a read,
 // with a small stack, and one timer: for its heartbeat, and for its auth timeout, then
@@ -123,7 +124,9 @@
 // has an owner that joins it: a socket's reader is started by ServeHTTP and joined by
 // Shutdown; its handler, writer and close handshake are joined by its reader before it
 // tears down; the feed, sweeper, resync, release and view-refresh goroutines are started
-// and joined by Run. No lock is held across a network write or a store call: the hub's lock
-// guards the socket and watcher sets (read-locked while an event is queued, which never
-// blocks), and each socket's lock its queues and state.
+// and joined by Run. No lock of the hub's or a socket's is held across a network write or
+// a store call: the hub's lock guards the socket and watcher sets (read-locked while an
+// event is queued, which never blocks), and each socket's lock its queues and state. The
+// one lock held across a write is a socket's frame writer's, by its release, so that a
+// Pong or close frame waits behind the frames held before it.
 package hub
