@@ -181,6 +181,9 @@ func (c *conn) writeBatch(frames []outFrame) error {
 	}
 	_ = c.netConn.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout)) // fails only on a closed conn, which the write reports
 	if len(frames) == 1 {
+		if c.shut.Load() {
+			return nil
+		}
 		if err := writeWhole(c.h.readCtx, c.ws, c.frames, frames[0].b); err != nil {
 			return c.writeFailed(err)
 		}
