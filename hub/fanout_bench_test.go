@@ -118,6 +118,21 @@ func BenchmarkLargeFrameWrite(b *testing.B) {
 	alternate(b, "split", func() { write(false) }, "joined", func() { write(true) })
 }
 
+// writeWhole writes b to ws as one text message through w (nil: none, coder/websocket's
+// own writes), held and released around it as the connection's writer holds a frame
+// larger than the write buffer (writeBatch).
+func writeWhole(ctx context.Context, ws *websocket.Conn, w *frameWriter, b []byte) error {
+	if w == nil || len(b)+4 <= connWriteBuffer {
+		return ws.Write(ctx, websocket.MessageText, b)
+	}
+	w.hold()
+	err := ws.Write(ctx, websocket.MessageText, b)
+	if rerr := w.release(); err == nil {
+		err = rerr
+	}
+	return err
+}
+
 // alternate runs b.N calls of first and of second, in rounds of 1,000 of one then
 // 1,000 of the other, on the calling goroutine locked to its thread, and reports the
 // thread's CPU per call of each (cpu-ns/<name>-frame) and second's over first's

@@ -3,22 +3,20 @@ package hub
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"sync"
-
-	"github.com/coder/websocket"
 )
 
 // Buffer sizes of an upgraded connection. net/http hands a hijacked connection its own
 // 4 KiB reader and writer. Server frames are written whole by coder/websocket, header
 // and payload into the writer, then one flush: a frame larger than the writer would
 // take two write(2) calls (frameWriter joins them, as it joins a batch of frames), so
-// it holds an event (~300 bytes) with room to spare. Client frames are few and small (a Pong ~10 bytes, a claim ~150; the cap of 64 KiB is read through
-// in pieces, a payload larger than the buffer straight into the caller's slice), so a
+// it holds an event (~300 bytes) with room to spare. Client frames are few and small
+// (a Pong ~10 bytes, a claim ~150; the cap of 64 KiB is read through in pieces, a
+// payload larger than the buffer straight into the caller's slice), so a
 // reader of 128 bytes costs a larger one at most one more read(2), and an idle socket
 // keeps 384 bytes less (ISSUE 11: at most 12 KiB of RSS per idle authenticated socket).
 const (
@@ -89,20 +87,6 @@ type frameWriter struct {
 	mu      sync.Mutex
 	holding bool
 	held    *[]byte // from frameBufs; nil when nothing is held
-}
-
-// writeWhole writes b to ws as one text message through w (nil: none), so that a
-// message larger than the write buffer leaves in one write(2).
-func writeWhole(ctx context.Context, ws *websocket.Conn, w *frameWriter, b []byte) error {
-	if w == nil || len(b)+4 <= connWriteBuffer { // +4: the header of a frame over 125 bytes
-		return ws.Write(ctx, websocket.MessageText, b)
-	}
-	w.hold()
-	err := ws.Write(ctx, websocket.MessageText, b)
-	if rerr := w.release(); err == nil {
-		err = rerr
-	}
-	return err
 }
 
 // hold keeps what is written from now until release.

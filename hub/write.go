@@ -180,17 +180,12 @@ func (c *conn) writeBatch(frames []outFrame) error {
 		return nil
 	}
 	_ = c.netConn.SetWriteDeadline(time.Now().Add(c.h.cfg.WriteTimeout)) // fails only on a closed conn, which the write reports
-	if len(frames) == 1 {
-		if c.shut.Load() {
-			return nil
-		}
-		if err := writeWhole(c.h.readCtx, c.ws, c.frames, frames[0].b); err != nil {
-			return c.writeFailed(err)
-		}
-		c.sent(frames[0])
-		return nil
+	// One frame that fits the buffer leaves in one write(2) as it is (+4: the header of
+	// a payload over 125 bytes); anything more is held and released together.
+	held := len(frames) > 1 || len(frames[0].b)+4 > connWriteBuffer
+	if held {
+		c.frames.hold()
 	}
-	c.frames.hold()
 	n := 0
 	var err error
 	for _, f := range frames {
@@ -202,8 +197,10 @@ func (c *conn) writeBatch(frames []outFrame) error {
 		}
 		n++
 	}
-	if rerr := c.frames.release(); err == nil {
-		err = rerr
+	if held {
+		if rerr := c.frames.release(); err == nil {
+			err = rerr
+		}
 	}
 	if err != nil {
 		return c.writeFailed(err)
