@@ -37,7 +37,7 @@ func (c *conn) adminLocks(req protocol.Request) {
 	if c.refuseAdmin(req) {
 		return
 	}
-	ls, err := c.h.store.AdminLocks(c.h.ctx, c.ident.Tenant)
+	ls, err := c.h.store.Console.AdminLocks(c.h.ctx, c.ident.Tenant)
 	if err != nil {
 		c.sendError(req, err)
 		return
@@ -52,7 +52,7 @@ func (c *conn) forceRelease(req protocol.Request) {
 		return
 	}
 	ref := locks.Ref{Tenant: c.ident.Tenant, Type: req.EntityType, UID: req.EntityUID}
-	res, err := c.h.store.ForceRelease(c.h.ctx, ref, c.ident.Holder())
+	res, err := c.h.store.Console.ForceRelease(c.h.ctx, ref, c.ident.Holder())
 	if err != nil {
 		c.sendError(req, err)
 		return

@@ -45,7 +45,7 @@ func TestAdminFrames(t *testing.T) {
 			t.Fatalf("%s: after forbidden: %v", name, err)
 		}
 	}
-	if l, _ := th.store.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"}); l == nil || l.HolderOID != adaH.OID {
+	if l, _ := th.store.Locks.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"}); l == nil || l.HolderOID != adaH.OID {
 		t.Fatalf("a refused force release changed the lock: %+v", l)
 	}
 
@@ -83,7 +83,7 @@ func TestAdminFrames(t *testing.T) {
 		t.Fatalf("a release by the holder says by %+v", ev.By)
 	}
 
-	page, err := th.store.Audit(ctx, "acme", locks.AuditQuery{EntityUID: "r-1"})
+	page, err := th.store.Console.Audit(ctx, "acme", locks.AuditQuery{EntityUID: "r-1"})
 	if err != nil || len(page.Entries) != 2 {
 		t.Fatalf("r-1's trail: %+v, %v", page, err)
 	}
@@ -145,7 +145,7 @@ func testForceReleaseAcross(t *testing.T, ca, cb redis.UniversalClient) {
 	redistest.Eventually(t, "the detach of Ada's socket", func() bool {
 		return a.metric("lockhub_hub_detaches_total", "outcome=notHeld") >= 1
 	})
-	page, err := b.store.Audit(ctx, "acme", locks.AuditQuery{EntityUID: "r-9"})
+	page, err := b.store.Console.Audit(ctx, "acme", locks.AuditQuery{EntityUID: "r-9"})
 	if err != nil {
 		t.Fatal(err)
 	}

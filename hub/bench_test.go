@@ -28,10 +28,10 @@ func BenchmarkClaimRelease(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		t0 := time.Now()
-		if r, _ := th.store.Claim(ctx, ref, h, ""); r.Outcome != protocol.OutcomeAcquired {
+		if r, _ := th.store.Locks.Claim(ctx, ref, h, ""); r.Outcome != protocol.OutcomeAcquired {
 			b.Fatalf("direct claim: %s", r.Outcome)
 		}
-		if r, _ := th.store.Release(ctx, ref, h, ""); r.Outcome != protocol.OutcomeReleased {
+		if r, _ := th.store.Locks.Release(ctx, ref, h, ""); r.Outcome != protocol.OutcomeReleased {
 			b.Fatalf("direct release: %s", r.Outcome)
 		}
 		t1 := time.Now()

@@ -493,7 +493,7 @@ func TestShutdown(t *testing.T) {
 	}
 	// Nothing released, and the sockets are no longer in the lock's set: the clients
 	// reconnect elsewhere and claim again.
-	l, err := th.store.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"})
+	l, err := th.store.Locks.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"})
 	if err != nil || l == nil || l.HolderOID != "u-ada" {
 		t.Fatalf("lock after shutdown = %+v, %v", l, err)
 	}

@@ -15,22 +15,58 @@ import (
 	"github.com/lockhub/lockhub/protocol"
 )
 
-// Store is what the hub uses of the lock store; *locks.Store implements it. Every
-// method may be called concurrently. Lock operations fail open inside the store
-// (OutcomeUnknown, no locks); the only errors are *locks.InvalidEntityError and
-// *locks.NotLockableError.
-type Store interface {
+// Store is what the hub uses of the lock store, each concept through a small interface
+// of its own; StoreOf fills it from a *locks.Store. Every method may be called
+// concurrently, and every one follows the store's error convention (locks.Store): a
+// Redis failure was logged and counted inside the store and is answered as failing
+// open (OutcomeUnknown, no locks), or, where the hub must tell "no answer" from an
+// answer, as an error matching locks.ErrUnavailable. Any other error is a request that
+// could never succeed.
+type Store struct {
+	Locks     Locks
+	Feed      Feed
+	Presence  Presence
+	Instances Instances
+	Console   Console
+}
+
+// StoreOf returns the parts of s the hub uses.
+func StoreOf(s *locks.Store) Store {
+	return Store{Locks: s.Locks, Feed: s.Locks, Presence: s.Presence, Instances: s.Instances, Console: s.Console}
+}
+
+// Locks is what a socket's lock requests need: *locks.Locks.
+type Locks interface {
 	Claim(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
 	Renew(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
 	Release(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
 	Takeover(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, allowed bool) (locks.Result, error)
 	Detach(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, release bool) (locks.Result, error)
-	List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error)
-	ListJSON(ctx context.Context, tenant, entityType string) ([]byte, error)
 	Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error)
+	Registry() *locks.Registry
+	Lease() time.Duration
+}
+
+// Feed is what watches need (see fanout.go, snapshot.go): a type's snapshot, the sweep
+// of watched types, and the change feed. *locks.Locks.
+type Feed interface {
+	ListJSON(ctx context.Context, tenant, entityType string) ([]byte, error)
 	Sweep(ctx context.Context, tenant, entityType string, every time.Duration) error
 	RunFeed(ctx context.Context, h locks.FeedHandler) error
-	// Liveness records and holdings: see instance.go.
+}
+
+// Presence is the viewers of entities and nudges (view.go): *locks.Presence.
+type Presence interface {
+	View(ctx context.Context, ref locks.Ref, v locks.View, ttl time.Duration) (locks.Viewers, error)
+	Unview(ctx context.Context, ref locks.Ref, conns ...string) error
+	LeaveViews(ctx context.Context, ref locks.Ref, at time.Time, conns ...string) error
+	RefreshViews(ctx context.Context, ref locks.Ref, ttl time.Duration, conns ...string) (locks.Viewers, []string, error)
+	Nudge(ctx context.Context, ref locks.Ref, from protocol.Holder, every time.Duration) (protocol.Outcome, error)
+}
+
+// Instances is the liveness records and holdings of instances (instance.go):
+// *locks.Instances.
+type Instances interface {
 	Heartbeat(ctx context.Context, instance string) (locks.Liveness, error)
 	UpdateHoldings(ctx context.Context, instance string, add, remove []locks.Holding) error
 	ReplaceHoldings(ctx context.Context, instance string, all []locks.Holding) error
@@ -41,23 +77,26 @@ type Store interface {
 	Alive(ctx context.Context, instance string) (bool, error)
 	Reattach(ctx context.Context, h locks.Holding) (bool, error)
 	FinishReap(ctx context.Context, instance string) error
-	// Presence and nudges: see view.go.
-	View(ctx context.Context, ref locks.Ref, v locks.View, ttl time.Duration) (locks.Viewers, error)
-	Unview(ctx context.Context, ref locks.Ref, conns ...string) error
-	LeaveViews(ctx context.Context, ref locks.Ref, at time.Time, conns ...string) error
-	RefreshViews(ctx context.Context, ref locks.Ref, ttl time.Duration, conns ...string) (locks.Viewers, []string, bool, error)
-	Nudge(ctx context.Context, ref locks.Ref, from protocol.Holder, every time.Duration) (protocol.Outcome, error)
-	Registry() *locks.Registry
-	Lease() time.Duration
-	// The lock console (PROTOCOL.md §10): see admin.go.
+}
+
+// Console is the lock console's frames (PROTOCOL.md §10, admin.go): *locks.Console.
+type Console interface {
 	AdminLocks(ctx context.Context, tenant string) ([]protocol.Lock, error)
 	ForceRelease(ctx context.Context, ref locks.Ref, admin protocol.Holder) (locks.Result, error)
 }
 
+var (
+	_ Locks     = (*locks.Locks)(nil)
+	_ Feed      = (*locks.Locks)(nil)
+	_ Presence  = (*locks.Presence)(nil)
+	_ Instances = (*locks.Instances)(nil)
+	_ Console   = (*locks.Console)(nil)
+)
+
 // Config configures a Hub. Store and Verifier are required; every other zero value
 // works.
 type Config struct {
-	// Store is the lock store. Required.
+	// Store is the lock store: StoreOf(*locks.Store). Every part is required.
 	Store Store
 	// Verifier checks the tokens of auth frames. Required.
 	Verifier auth.Verifier
@@ -178,15 +217,15 @@ const (
 
 // withDefaults validates c and fills in every zero field: the one place defaults live.
 func (c Config) withDefaults() (Config, error) {
-	if c.Store == nil || c.Verifier == nil {
-		return c, errors.New("hub: Config.Store and Config.Verifier are required")
+	if c.Store.Locks == nil || c.Store.Feed == nil || c.Store.Presence == nil || c.Store.Instances == nil || c.Store.Console == nil || c.Verifier == nil {
+		return c, errors.New("hub: Config.Store (every part) and Config.Verifier are required")
 	}
 	for setting, d := range map[string]time.Duration{"release-grace": c.ReleaseGrace, "renew-every": c.RenewEvery, "ping-every": c.PingEvery, "instance-timeout": c.InstanceTimeout, "presence-ttl": c.ViewTTL} {
 		if d < 0 {
 			return c, &protocol.SettingError{Setting: setting, Err: fmt.Errorf("%s must be positive", d)}
 		}
 	}
-	lease := c.Store.Lease()
+	lease := c.Store.Locks.Lease()
 	if c.RenewEvery >= lease {
 		return c, &protocol.SettingError{Setting: "renew-every", Err: fmt.Errorf("%s is not shorter than the lease %s: locks would run out between renewals", c.RenewEvery, lease)}
 	}

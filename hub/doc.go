@@ -9,7 +9,7 @@
 //
 // # Wiring
 //
-//	h, err := hub.New(hub.Config{Store: store, Verifier: verifier, Registerer: reg})
+//	h, err := hub.New(hub.Config{Store: hub.StoreOf(store), Verifier: verifier, Registerer: reg})
 //	go h.Run(ctx)                 // the change feed, the sweeper, the release timers
 //	mux.Handle("GET /ws", h)
 //	...
@@ -77,7 +77,7 @@
 // (random, 128 bits, unique across instances), and the store remembers it in the
 // lock's set of sockets, which lives as long as the lease. When a socket closes, the
 // hub keeps the list of locks claimed through it and, after the grace, calls
-// Store.Detach for each: it removes this socket from the set and releases the lock only
+// Locks.Detach for each: it removes this socket from the set and releases the lock only
 // if the set is then empty and the lock is still the holder's. Hence:
 //
 //   - one tab closes, the other tab (any instance) has claimed or renewed the lock:

@@ -114,7 +114,7 @@ func (h *Hub) resyncTenants(ctx context.Context, affected func(tenant string) bo
 		for i, c := range conns {
 			starts[i] = c.beginSnapshot(key.typ)
 		}
-		list, err := h.store.ListJSON(ctx, key.tenant, key.typ)
+		list, err := h.store.Feed.ListJSON(ctx, key.tenant, key.typ)
 		if err != nil {
 			list = encodeLocks(nil) // only for names the hub validated before watching: cannot happen
 		}
@@ -171,7 +171,7 @@ func (h *Hub) sweepLoop(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			_ = h.store.Sweep(ctx, k.tenant, k.typ, h.cfg.SweepInterval) // fails open inside; names were validated at watch
+			_ = h.store.Feed.Sweep(ctx, k.tenant, k.typ, h.cfg.SweepInterval) // fails open inside; names were validated at watch
 		}
 	}
 }

@@ -24,8 +24,6 @@ import (
 	"github.com/lockhub/lockhub/protocol"
 )
 
-var _ Store = (*locks.Store)(nil)
-
 // waitTimeout bounds every wait of these tests for a frame or a close of the hub;
 // polls of a state (redistest.Eventually) have their own, longer deadline.
 const waitTimeout = 5 * time.Second
@@ -108,7 +106,7 @@ func startHub(t testing.TB, rdb redis.UniversalClient, o hubOptions) *testHub {
 			t.Fatal(err)
 		}
 	}
-	cfg := Config{Store: store, Verifier: dev, Logger: log, Registerer: preg, ReleaseGrace: 200 * time.Millisecond,
+	cfg := Config{Store: StoreOf(store), Verifier: dev, Logger: log, Registerer: preg, ReleaseGrace: 200 * time.Millisecond,
 		SweepInterval: 50 * time.Millisecond}
 	if o.hub != nil {
 		o.hub(&cfg)
@@ -247,9 +245,9 @@ func (th *testHub) waitFeed(tenants ...string) {
 		toggle := func() { // each toggle publishes a change of tenant
 			var err error
 			if held {
-				_, err = th.store.Release(ctx, ref, probe, "")
+				_, err = th.store.Locks.Release(ctx, ref, probe, "")
 			} else {
-				_, err = th.store.Claim(ctx, ref, probe, "")
+				_, err = th.store.Locks.Claim(ctx, ref, probe, "")
 			}
 			if err != nil {
 				th.t.Fatalf("feed probe: %v", err)

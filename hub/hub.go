@@ -228,7 +228,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var feedErr error
 	wg.Go(func() {
-		if err := h.store.RunFeed(ctx, feed{h}); err != nil && ctx.Err() == nil {
+		if err := h.store.Feed.RunFeed(ctx, feed{h}); err != nil && ctx.Err() == nil {
 			feedErr = fmt.Errorf("hub: change feed: %w", err)
 			cancel() // without the feed the hub is deaf: stop, and say why
 		}
@@ -243,7 +243,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	// Stopped: its sockets are detached (Shutdown) or about to be, and a stopped
 	// instance's holdings must not be reaped as a dead one's.
 	lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), detachTimeout)
-	_ = h.store.Leave(lctx, h.instance)
+	_ = h.store.Instances.Leave(lctx, h.instance)
 	lcancel()
 	return feedErr
 }

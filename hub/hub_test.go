@@ -279,7 +279,7 @@ func TestTenantIsolation(t *testing.T) {
 	barrier(t, globexWatch)
 	noEvent(t, globexWatch) // acme's Acquired never came
 
-	l, err := th.store.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"})
+	l, err := th.store.Locks.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"})
 	if err != nil || l == nil || l.Holder() != acmeAda {
 		t.Fatalf("acme's lock after globex's attempts = %+v, %v", l, err)
 	}
@@ -320,7 +320,7 @@ func TestPipelinedRequests(t *testing.T) {
 func TestConfigDefaults(t *testing.T) {
 	d, _ := auth.NewDev(auth.DevConfig{})
 	th := startMini(t, hubOptions{})
-	c, err := Config{Store: th.store, Verifier: d}.withDefaults()
+	c, err := Config{Store: StoreOf(th.store), Verifier: d}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,17 +331,18 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	for name, bad := range map[string]Config{
 		"no store":           {Verifier: d},
-		"no verifier":        {Store: th.store},
-		"negative grace":     {Store: th.store, Verifier: d, ReleaseGrace: -1},
-		"leeway over 5s":     {Store: th.store, Verifier: d, TokenLeeway: 6 * time.Second},
-		"negative queue":     {Store: th.store, Verifier: d, SendQueue: -1},
-		"bad origin pattern": {Store: th.store, Verifier: d, AllowedOrigins: []string{"ftp://x"}},
+		"no presence":        {Store: Store{Locks: th.store.Locks, Feed: th.store.Locks, Instances: th.store.Instances, Console: th.store.Console}, Verifier: d},
+		"no verifier":        {Store: StoreOf(th.store)},
+		"negative grace":     {Store: StoreOf(th.store), Verifier: d, ReleaseGrace: -1},
+		"leeway over 5s":     {Store: StoreOf(th.store), Verifier: d, TokenLeeway: 6 * time.Second},
+		"negative queue":     {Store: StoreOf(th.store), Verifier: d, SendQueue: -1},
+		"bad origin pattern": {Store: StoreOf(th.store), Verifier: d, AllowedOrigins: []string{"ftp://x"}},
 	} {
 		if _, err := New(bad); err == nil {
 			t.Errorf("%s: New accepted it", name)
 		}
 	}
-	h, err := New(Config{Store: th.store, Verifier: d})
+	h, err := New(Config{Store: StoreOf(th.store), Verifier: d})
 	if err != nil {
 		t.Fatal(err)
 	}

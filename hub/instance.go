@@ -199,9 +199,9 @@ func (h *Hub) holdingsLoop(ctx context.Context) {
 		whole, all, add, remove := h.held.take()
 		var err error
 		if whole {
-			err = h.store.ReplaceHoldings(ctx, h.instance, all)
+			err = h.store.Instances.ReplaceHoldings(ctx, h.instance, all)
 		} else {
-			err = h.store.UpdateHoldings(ctx, h.instance, add, remove)
+			err = h.store.Instances.UpdateHoldings(ctx, h.instance, add, remove)
 		}
 		switch {
 		case err == nil || ctx.Err() != nil:
@@ -238,7 +238,7 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 	// for dead: two, for a reaper's forget that ran late, after the first.
 	reattachBeats := 0
 	beat := func(now time.Time) (ok bool) {
-		l, err := h.store.Heartbeat(ctx, h.instance)
+		l, err := h.store.Instances.Heartbeat(ctx, h.instance)
 		if err != nil {
 			return false
 		}
@@ -286,7 +286,7 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 				break // not now: the due holdings below are still taken
 			}
 			// Fails open inside; the next tick tries again.
-			dead, _ := h.store.Reap(ctx, h.cfg.InstanceTimeout, h.cfg.ReleaseGrace)
+			dead, _ := h.store.Instances.Reap(ctx, h.cfg.InstanceTimeout, h.cfg.ReleaseGrace)
 			for _, d := range dead {
 				h.met.deadInstances.Inc()
 				h.log.LogAttrs(ctx, slog.LevelWarn, "an instance stopped without shutting down; releasing the locks its sockets held after the release grace",
@@ -309,7 +309,7 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 		// whose record came back is skipped: no wait here. A turn of a timeout: the
 		// others take an instance over once it ends unfinished. Fails open inside; the
 		// next tick tries again.
-		due, _ := h.store.DueReaped(ctx, h.cfg.InstanceTimeout)
+		due, _ := h.store.Instances.DueReaped(ctx, h.cfg.InstanceTimeout)
 		for _, d := range due {
 			mu.Lock()
 			started := !busy[d.ID]
@@ -336,12 +336,12 @@ func (h *Hub) livenessLoop(ctx context.Context) {
 // it leaving before the store call, so one of the two sees the other.
 func (h *Hub) reattach(ctx context.Context) {
 	eachHolding(h.held.snapshot(), func(hd locks.Holding) {
-		put, err := h.store.Reattach(ctx, hd)
+		put, err := h.store.Instances.Reattach(ctx, hd)
 		if err != nil || !put {
 			return
 		}
 		if h.held.gone(hd) {
-			_, _ = h.store.Detach(ctx, hd.Ref, protocol.Holder{OID: hd.Holder}, hd.Conn, false) // fails open inside
+			_, _ = h.store.Locks.Detach(ctx, hd.Ref, protocol.Holder{OID: hd.Holder}, hd.Conn, false) // fails open inside
 			return
 		}
 		h.met.reattached.Inc()
@@ -354,11 +354,11 @@ func (h *Hub) reattach(ctx context.Context) {
 func (h *Hub) forgetDead(ctx context.Context, d locks.DeadInstance) {
 	// One found with others waits its turn here: if its record is back by then (it
 	// lived), its sockets count, and its own reattach may have run already.
-	if alive, err := h.store.Alive(ctx, d.ID); err != nil || alive {
+	if alive, err := h.store.Instances.Alive(ctx, d.ID); err != nil || alive {
 		return
 	}
 	eachHolding(d.Holdings, func(hd locks.Holding) {
-		if forgot, err := h.store.Forget(ctx, hd); err == nil && forgot {
+		if forgot, err := h.store.Instances.Forget(ctx, hd); err == nil && forgot {
 			h.met.forgotten.Inc()
 		}
 	})
@@ -386,7 +386,7 @@ func eachHolding(hs []locks.Holding, f func(locks.Holding)) {
 func (h *Hub) detachDead(ctx context.Context, d locks.DeadInstance) {
 	var failed atomic.Bool
 	eachHolding(d.Holdings, func(hd locks.Holding) {
-		res, err := h.store.Detach(ctx, hd.Ref, protocol.Holder{OID: hd.Holder}, hd.Conn, true)
+		res, err := h.store.Locks.Detach(ctx, hd.Ref, protocol.Holder{OID: hd.Holder}, hd.Conn, true)
 		if err != nil || res.Outcome == protocol.OutcomeUnknown {
 			failed.Store(true) // refused (cannot be: the store took the ref when claimed) or failed open
 			return
@@ -395,6 +395,6 @@ func (h *Hub) detachDead(ctx context.Context, d locks.DeadInstance) {
 		h.met.detaches.WithLabelValues("grace", string(res.Outcome)).Inc()
 	})
 	if !failed.Load() {
-		_ = h.store.FinishReap(ctx, d.ID) // fails open inside: the instance is due again after its turn
+		_ = h.store.Instances.FinishReap(ctx, d.ID) // fails open inside: the instance is due again after its turn
 	}
 }

@@ -67,7 +67,7 @@ func holdingIs(member string, want locks.Holding) bool {
 
 // failingHoldings fails the first n holdings writes, as a Redis failing open would.
 type failingHoldings struct {
-	Store
+	Instances
 	n      atomic.Int32 // writes still to fail
 	failed atomic.Int32
 }
@@ -77,7 +77,7 @@ func (s *failingHoldings) UpdateHoldings(ctx context.Context, instance string, a
 		s.failed.Add(1)
 		return errors.New("holdings write failed (test)")
 	}
-	return s.Store.UpdateHoldings(ctx, instance, add, remove)
+	return s.Instances.UpdateHoldings(ctx, instance, add, remove)
 }
 
 // TestHoldingsWriteRetried: a holdings write that fails is not lost: the holdings are
@@ -87,8 +87,8 @@ func TestHoldingsWriteRetried(t *testing.T) {
 	fs.n.Store(1)
 	th, srv := startReal(t, hubOptions{hub: func(c *Config) {
 		c.InstanceTimeout = 300 * time.Millisecond
-		fs.Store = c.Store
-		c.Store = fs
+		fs.Instances = c.Store.Instances
+		c.Store.Instances = fs
 	}})
 	claimHeld(t, th, srv.Client(t)) // written whole after the failed write
 	if fs.failed.Load() != 1 {
@@ -220,7 +220,7 @@ func TestHoldingsDeletedWrittenAgain(t *testing.T) {
 
 // beatLog records the liveness calls of a hub and fails the heartbeats it is told to.
 type beatLog struct {
-	Store
+	Instances
 	fail  atomic.Int32 // heartbeats still to fail
 	mu    sync.Mutex
 	calls []string // "beat", "beat failed", "reap"
@@ -238,12 +238,12 @@ func (s *beatLog) Heartbeat(ctx context.Context, instance string) (locks.Livenes
 		return locks.Liveness{}, errors.New("heartbeat failed (test)")
 	}
 	s.note("beat")
-	return s.Store.Heartbeat(ctx, instance)
+	return s.Instances.Heartbeat(ctx, instance)
 }
 
 func (s *beatLog) Reap(ctx context.Context, timeout, grace time.Duration) ([]locks.DeadInstance, error) {
 	s.note("reap")
-	return s.Store.Reap(ctx, timeout, grace)
+	return s.Instances.Reap(ctx, timeout, grace)
 }
 
 // TestOneFailedHeartbeatKeepsReaping: an instance that reaps goes on reaping at the tick
@@ -254,8 +254,8 @@ func TestOneFailedHeartbeatKeepsReaping(t *testing.T) {
 	bl := &beatLog{}
 	startReal(t, hubOptions{hub: func(c *Config) {
 		c.InstanceTimeout = 300 * time.Millisecond
-		bl.Store = c.Store
-		c.Store = bl
+		bl.Instances = c.Store.Instances
+		c.Store.Instances = bl
 	}})
 	calls := func() []string {
 		bl.mu.Lock()
@@ -302,12 +302,12 @@ func TestDeadSocketsForgottenWhenFound(t *testing.T) {
 	// The dead instance: Ada's socket on it claimed both, and its holdings say so.
 	var held []locks.Holding
 	for _, r := range []locks.Ref{r1, r2} {
-		if res, err := th.store.Claim(ctx, r, ada, "c-dead"); err != nil || res.Outcome != protocol.OutcomeAcquired {
+		if res, err := th.store.Locks.Claim(ctx, r, ada, "c-dead"); err != nil || res.Outcome != protocol.OutcomeAcquired {
 			t.Fatalf("claim %s through the dead socket: %v %v", r.UID, res.Outcome, err)
 		}
 		held = append(held, locks.Holding{Ref: r, Holder: ada.OID, Conn: "c-dead"})
 	}
-	if err := th.store.UpdateHoldings(ctx, "i-dead", held, nil); err != nil {
+	if err := th.store.Instances.UpdateHoldings(ctx, "i-dead", held, nil); err != nil {
 		t.Fatal(err)
 	}
 	tab, w := th.dial("acme", "u-ada")
@@ -383,12 +383,12 @@ func TestReattachAfterTakenForDead(t *testing.T) {
 
 // releaseHook runs after its store's Release, before the hub hears the answer.
 type releaseHook struct {
-	Store
+	Locks
 	after func()
 }
 
 func (s *releaseHook) Release(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error) {
-	res, err := s.Store.Release(ctx, ref, h, conn)
+	res, err := s.Locks.Release(ctx, ref, h, conn)
 	if s.after != nil {
 		s.after()
 	}
@@ -402,8 +402,8 @@ func (s *releaseHook) Release(ctx context.Context, ref locks.Ref, h protocol.Hol
 func TestReattachLosesNoRelease(t *testing.T) {
 	hook := &releaseHook{}
 	th, srv := startReal(t, hubOptions{hub: func(c *Config) {
-		hook.Store = c.Store
-		c.Store = hook
+		hook.Locks = c.Store.Locks
+		c.Store.Locks = hook
 	}})
 	ctx := tctx(t)
 	rdb := srv.Client(t)
@@ -411,7 +411,7 @@ func TestReattachLosesNoRelease(t *testing.T) {
 	ada := protocol.Holder{OID: "u-ada", Name: "Ada"}
 	tab, _ := th.dial("acme", "u-ada") // Ada's tab on th, and another elsewhere
 	expect(t, protocol.OutcomeAcquired)(tab.Claim(ctx, typ, "r-1"))
-	if res, err := th.store.Claim(ctx, ref, ada, "c-other"); err != nil || res.Outcome != protocol.OutcomeRenewed {
+	if res, err := th.store.Locks.Claim(ctx, ref, ada, "c-other"); err != nil || res.Outcome != protocol.OutcomeRenewed {
 		t.Fatalf("Ada's other tab: %v %v", res.Outcome, err)
 	}
 	var ran atomic.Bool
@@ -427,7 +427,7 @@ func TestReattachLosesNoRelease(t *testing.T) {
 	if got := rdb.SMembers(ctx, locks.ConnsKey(ref)).Val(); !slices.Equal(got, []string{"c-other"}) {
 		t.Fatalf("sockets of r-1 after the release and the reattach: %v, want c-other alone", got)
 	}
-	if res, err := th.store.Release(ctx, ref, ada, "c-other"); err != nil || res.Outcome != protocol.OutcomeReleased {
+	if res, err := th.store.Locks.Release(ctx, ref, ada, "c-other"); err != nil || res.Outcome != protocol.OutcomeReleased {
 		t.Fatalf("the other tab's release: %v %v", res.Outcome, err)
 	}
 	if n := rdb.Exists(ctx, locks.LockKey(ref)).Val(); n != 0 {

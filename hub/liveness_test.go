@@ -111,7 +111,7 @@ func TestMaxLocksPerSocket(t *testing.T) {
 		_, err := try()
 		wantCode(t, err, protocol.CodeTooManyLocks)
 	}
-	if l, _ := th.store.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-3"}); l != nil {
+	if l, _ := th.store.Locks.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-3"}); l != nil {
 		t.Fatalf("a refused claim wrote %+v", l)
 	}
 	if got := th.metric("lockhub_hub_limit_hits_total", "limit=max_locks_per_socket"); got != 2 {

@@ -100,7 +100,7 @@ type model map[string]string
 // wantStore checks that every watcher's model is the store's state of the type.
 func wantStore(t *testing.T, th *testHub, models []model) {
 	t.Helper()
-	truth, err := th.store.List(context.Background(), "acme", typ)
+	truth, err := th.store.Locks.List(context.Background(), "acme", typ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func wantStore(t *testing.T, th *testHub, models []model) {
 // slowMineStore is a Store whose Mine waits until released: a request the handler is
 // stuck in.
 type slowMineStore struct {
-	Store
+	Locks
 	entered chan struct{}
 	release chan struct{}
 }
@@ -131,7 +131,7 @@ type slowMineStore struct {
 func (s *slowMineStore) Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error) {
 	s.entered <- struct{}{}
 	<-s.release
-	return s.Store.Mine(ctx, tenant, oid)
+	return s.Locks.Mine(ctx, tenant, oid)
 }
 
 // TestEventNotHeldBehindRequest: the handler writes its own answers, but an event
@@ -140,8 +140,8 @@ func (s *slowMineStore) Mine(ctx context.Context, tenant, oid string) ([]protoco
 func TestEventNotHeldBehindRequest(t *testing.T) {
 	ss := &slowMineStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	th := startMini(t, hubOptions{hub: func(c *Config) {
-		ss.Store = c.Store
-		c.Store = ss
+		ss.Locks = c.Store.Locks
+		c.Store.Locks = ss
 	}})
 	release := sync.OnceFunc(func() { close(ss.release) })
 	t.Cleanup(release) // before the hub stops, which waits for the stuck request

@@ -145,10 +145,10 @@ func (c *conn) authenticate(typ websocket.MessageType, data []byte) {
 		ConnectionID: c.id,
 		Tenant:       id.Tenant,
 		Holder:       id.Holder(),
-		LeaseMs:      c.h.store.Lease().Milliseconds(),
+		LeaseMs:      c.h.store.Locks.Lease().Milliseconds(),
 		RenewMs:      c.h.cfg.RenewEvery.Milliseconds(),
 		ServerTime:   protocol.NewTime(time.Now()),
-		Lockable:     c.h.store.Registry().Types(),
+		Lockable:     c.h.store.Locks.Registry().Types(),
 		CanTakeOver:  id.HasRole(c.h.cfg.TakeoverRole),
 	})
 }
@@ -212,28 +212,28 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 		if c.overLockLimit(req, ref) {
 			break
 		}
-		res, err := c.h.store.Claim(c.h.ctx, ref, holder, c.id)
+		res, err := c.h.store.Locks.Claim(c.h.ctx, ref, holder, c.id)
 		c.answer(req, res, err)
 	case protocol.FrameRenew:
-		res, err := c.h.store.Renew(c.h.ctx, ref, holder, c.id)
+		res, err := c.h.store.Locks.Renew(c.h.ctx, ref, holder, c.id)
 		c.answer(req, res, err)
 	case protocol.FrameRelease:
 		c.h.held.leave(ref, holder.OID, c.id)
-		res, err := c.h.store.Release(c.h.ctx, ref, holder, c.id)
+		res, err := c.h.store.Locks.Release(c.h.ctx, ref, holder, c.id)
 		c.answer(req, res, err)
 		c.h.held.left(ref, holder.OID, c.id) // after answer: untracked by then, if released
 	case protocol.FrameTakeover:
 		if c.overLockLimit(req, ref) {
 			break
 		}
-		res, err := c.h.store.Takeover(c.h.ctx, ref, holder, c.id, c.ident.HasRole(c.h.cfg.TakeoverRole))
+		res, err := c.h.store.Locks.Takeover(c.h.ctx, ref, holder, c.id, c.ident.HasRole(c.h.cfg.TakeoverRole))
 		c.answer(req, res, err)
 	case protocol.FrameWatch:
 		c.watch(req)
 	case protocol.FrameUnwatch:
 		c.unwatch(req)
 	case protocol.FrameMine:
-		mine, err := c.h.store.Mine(c.h.ctx, c.ident.Tenant, c.ident.OID)
+		mine, err := c.h.store.Locks.Mine(c.h.ctx, c.ident.Tenant, c.ident.OID)
 		if err != nil {
 			c.sendError(req, err)
 			break
@@ -359,7 +359,7 @@ func (c *conn) watch(req protocol.Request) {
 	// registered (snapshot.go).
 	tenant := c.ident.Tenant
 	list, err := c.h.snaps.list(c.h.ctx, watchKey{tenant, typ}, func(ctx context.Context) ([]byte, error) {
-		return c.h.store.ListJSON(ctx, tenant, typ)
+		return c.h.store.Feed.ListJSON(ctx, tenant, typ)
 	})
 	if err != nil { // checked above; the store agrees
 		list = encodeLocks(nil)
@@ -397,7 +397,7 @@ func (c *conn) checkType(typ string) error {
 	if !locks.ValidType(typ) {
 		return &locks.InvalidEntityError{Field: "entityType", Value: typ}
 	}
-	return c.h.store.Registry().Check(typ)
+	return c.h.store.Locks.Registry().Check(typ)
 }
 
 // unwatch ends a watch. Unwatching a type not watched is not an error.

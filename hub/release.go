@@ -15,7 +15,7 @@ import (
 // A socket that closes leaves a detachJob: its connection id, its holder and the locks
 // claimed through it. After ReleaseGrace, Run detaches each lock with release=true; the
 // store releases it only when no other socket of the holder, on any instance, claimed
-// or renewed it (Store.Detach).
+// or renewed it (locks.Locks.Detach).
 
 // detachJob is the detach of one closed socket's locks.
 type detachJob struct {
@@ -130,7 +130,7 @@ func (r *releaser) run(ctx context.Context, h *Hub) {
 func (h *Hub) detach(ctx context.Context, job detachJob, release bool, why string) {
 	for _, ref := range job.refs {
 		h.held.leave(ref, job.holder.OID, job.conn) // ended by the drop below
-		res, err := h.store.Detach(ctx, ref, job.holder, job.conn, release)
+		res, err := h.store.Locks.Detach(ctx, ref, job.holder, job.conn, release)
 		if err != nil { // refs were accepted by the store when claimed: cannot happen
 			h.log.LogAttrs(ctx, slog.LevelWarn, "detach refused", slog.String("lock", ref.String()), slog.String("error", err.Error()))
 			h.held.left(ref, job.holder.OID, job.conn)
@@ -144,9 +144,9 @@ func (h *Hub) detach(ctx context.Context, job detachJob, release bool, why strin
 	// were checked at view, and the store fails open.
 	for _, ref := range job.views {
 		if release {
-			_ = h.store.Unview(ctx, ref, job.conn)
+			_ = h.store.Presence.Unview(ctx, ref, job.conn)
 		} else {
-			_ = h.store.LeaveViews(ctx, ref, job.due, job.conn)
+			_ = h.store.Presence.LeaveViews(ctx, ref, job.due, job.conn)
 		}
 	}
 }

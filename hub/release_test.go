@@ -69,7 +69,7 @@ func TestReleaseOnDisconnectTwoTabs(t *testing.T) {
 	redistest.Eventually(t, "tab 1's detach", func() bool {
 		return th.metric("lockhub_hub_detaches_total", "why=grace", "outcome=notHeld") == 1
 	})
-	l, _ := th.store.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"})
+	l, _ := th.store.Locks.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"})
 	if l == nil {
 		t.Fatal("closing one tab released the lock the other tab holds")
 	}
@@ -131,7 +131,7 @@ func TestReleaseTakenOverLock(t *testing.T) {
 	expect(t, protocol.OutcomeTakenOver)(boss.Takeover(ctx, typ, "r-1"))
 	_ = ada.Close()
 	redistest.Eventually(t, "ada's detach", func() bool { return th.metric("lockhub_hub_detaches_total", "why=grace") == 1 })
-	l, _ := th.store.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"})
+	l, _ := th.store.Locks.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"})
 	if l == nil || l.HolderOID != "u-boss" {
 		t.Fatalf("lock after the previous holder's socket closed = %+v", l)
 	}
@@ -194,7 +194,7 @@ func testTwoInstances(t *testing.T, a, b *testHub) {
 		redistest.Eventually(t, "tab 1's detach on instance a", func() bool {
 			return a.metric("lockhub_hub_detaches_total", "why=grace", "outcome=notHeld") == before+1
 		})
-		if l, _ := a.store.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "t-1"}); l == nil {
+		if l, _ := a.store.Locks.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "t-1"}); l == nil {
 			t.Fatal("closing the tab on instance a released the lock the tab on instance b holds")
 		}
 		_ = tab2.Close()
@@ -216,7 +216,7 @@ func TestShutdownKeepsLocksInGrace(t *testing.T) {
 	// The hub saw the close: the socket's locks wait in the releaser, not in Shutdown.
 	redistest.Eventually(t, "the socket to close", func() bool { return th.metric("lockhub_hub_sockets") == 0 })
 	th.stop()
-	if l, _ := th.store.Get(ctx, ref); l == nil || l.HolderOID != "u-ada" {
+	if l, _ := th.store.Locks.Get(ctx, ref); l == nil || l.HolderOID != "u-ada" {
 		t.Fatalf("lock after a shutdown within the grace = %+v, want Ada's", l)
 	}
 	if got := th.metric("lockhub_hub_detaches_total", "why=shutdown", "outcome=notHeld"); got != 1 {

@@ -18,7 +18,7 @@ import (
 // gatedStore is a Store whose snapshot reads (ListJSON) are counted and, while gate is set, held
 // after reading until the gate opens: a read in flight that the test controls.
 type gatedStore struct {
-	Store
+	Feed
 	lists   atomic.Int64
 	mu      sync.Mutex
 	gate    chan struct{} // nil: no gate
@@ -27,7 +27,7 @@ type gatedStore struct {
 
 func (s *gatedStore) ListJSON(ctx context.Context, tenant, entityType string) ([]byte, error) {
 	s.lists.Add(1)
-	list, err := s.Store.ListJSON(ctx, tenant, entityType)
+	list, err := s.Feed.ListJSON(ctx, tenant, entityType)
 	s.mu.Lock()
 	gate := s.gate
 	s.mu.Unlock()
@@ -57,8 +57,8 @@ func startGated(t *testing.T) (*testHub, *gatedStore) {
 	t.Helper()
 	gs := &gatedStore{}
 	th := startMini(t, hubOptions{hub: func(c *Config) {
-		gs.Store = c.Store
-		c.Store = gs
+		gs.Feed = c.Store.Feed
+		c.Store.Feed = gs
 	}})
 	return th, gs
 }

@@ -64,7 +64,7 @@ func (c *conn) view(req protocol.Request) {
 		c.viewing[ref] = v
 		c.h.addView(ref, c, v)
 	}
-	viewers, err := c.h.store.View(c.h.ctx, ref, locks.View{Conn: c.id, Viewer: v}, c.h.cfg.ViewTTL)
+	viewers, err := c.h.store.Presence.View(c.h.ctx, ref, locks.View{Conn: c.id, Viewer: v}, c.h.cfg.ViewTTL)
 	if err != nil { // checked above; the store agrees
 		viewers = locks.Viewers{}
 	}
@@ -94,7 +94,7 @@ func (c *conn) unview(req protocol.Request) {
 		c.mu.Lock()
 		delete(c.presented, viewPending(ref)) // viewing again starts afresh
 		c.mu.Unlock()
-		_ = c.h.store.Unview(c.h.ctx, ref, c.id) // fails open inside; ref was checked
+		_ = c.h.store.Presence.Unview(c.h.ctx, ref, c.id) // fails open inside; ref was checked
 	}
 	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Outcome: protocol.OutcomeUnviewed})
 }
@@ -111,7 +111,7 @@ func (c *conn) nudge(req protocol.Request) {
 		c.sendError(req, &protocol.Error{Code: protocol.CodeForbidden, Message: "only a socket that views the entity may nudge its holder; send view first"})
 		return
 	}
-	outcome, err := c.h.store.Nudge(c.h.ctx, ref, c.ident.Holder(), c.h.cfg.NudgeEvery)
+	outcome, err := c.h.store.Presence.Nudge(c.h.ctx, ref, c.ident.Holder(), c.h.cfg.NudgeEvery)
 	if err != nil {
 		c.h.met.nudges.WithLabelValues(string(errorFrame(req, err).Code)).Inc()
 		c.sendError(req, err)
@@ -127,7 +127,7 @@ func (c *conn) checkEntity(ref locks.Ref) error {
 	if err := ref.Validate(); err != nil {
 		return err
 	}
-	return c.h.store.Registry().Check(ref.Type)
+	return c.h.store.Locks.Registry().Check(ref.Type)
 }
 
 // addView adds c to the local viewers of ref.
@@ -258,8 +258,8 @@ func (h *Hub) refreshView(ctx context.Context, ref locks.Ref, set map[*conn]prot
 		ids = append(ids, c.id)
 		byID[c.id] = c
 	}
-	viewers, missing, ok, _ := h.store.RefreshViews(ctx, ref, h.cfg.ViewTTL, ids...) // refs were checked at view
-	if !ok {
+	viewers, missing, err := h.store.Presence.RefreshViews(ctx, ref, h.cfg.ViewTTL, ids...)
+	if err != nil { // refs were checked at view: ErrUnavailable
 		return false // Redis is not there: the next refresh makes the views again
 	}
 	h.met.viewRefreshes.Inc()
@@ -270,13 +270,13 @@ func (h *Hub) refreshView(ctx context.Context, ref locks.Ref, set map[*conn]prot
 			continue // it stopped viewing meanwhile
 		}
 		h.met.viewRestored.Inc()
-		if vs, err := h.store.View(ctx, ref, locks.View{Conn: id, Viewer: v}, h.cfg.ViewTTL); err == nil {
+		if vs, err := h.store.Presence.View(ctx, ref, locks.View{Conn: id, Viewer: v}, h.cfg.ViewTTL); err == nil {
 			viewers = vs
 		}
 		if _, still := h.viewOf(ref, c); !still {
 			// It stopped viewing while the view was made again: end it, or it would
 			// stay listed until its ttl, refreshed by nobody.
-			_ = h.store.Unview(ctx, ref, id) // fails open inside; ref was checked
+			_ = h.store.Presence.Unview(ctx, ref, id) // fails open inside; ref was checked
 		}
 	}
 	if !resend {

@@ -36,7 +36,7 @@ func TestAnswersLeaveTogether(t *testing.T) {
 	})
 	ctx := tctx(t)
 	holder := protocol.Holder{OID: "u-grace", Name: "Grace Hopper"}
-	if res, err := th.store.Claim(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"}, holder, "c-other"); err != nil || res.Outcome != protocol.OutcomeAcquired {
+	if res, err := th.store.Locks.Claim(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-1"}, holder, "c-other"); err != nil || res.Outcome != protocol.OutcomeAcquired {
 		t.Fatalf("claim: %v, %v", res.Outcome, err)
 	}
 

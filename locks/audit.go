@@ -57,10 +57,6 @@ const (
 	auditScanMax   = 20000
 )
 
-// AuditKey returns the key of a tenant's audit stream: lockaudit:{<tenant>}, in the
-// tenant's slot like every other key of it.
-func AuditKey(tenant string) string { return "lockaudit:{" + tenant + "}" }
-
 // AuditEntry is one entry of the audit stream, as the admin API answers it:
 //
 //	{"id":"1764667200123-0","op":"TakenOver","entityType":"ApprovalRequest","entityUid":"r-1001",
@@ -134,7 +130,7 @@ var _ protocol.ClientError = (*QueryError)(nil)
 // ErrUnavailable when Redis did not answer (logged and counted already): an audit
 // trail that reads as empty because Redis is down would mislead, so this read does
 // not fail open.
-func (s *Store) Audit(ctx context.Context, tenant string, q AuditQuery) (AuditPage, error) {
+func (s *Console) Audit(ctx context.Context, tenant string, q AuditQuery) (AuditPage, error) {
 	if !ValidTenant(tenant) {
 		return AuditPage{}, &InvalidEntityError{Field: "tenant", Value: tenant}
 	}
@@ -151,7 +147,7 @@ func (s *Store) Audit(ctx context.Context, tenant string, q AuditQuery) (AuditPa
 	if q.Before != "" && !validStreamID(q.Before) {
 		return AuditPage{}, &QueryError{Field: "before", Value: q.Before}
 	}
-	page, ok := runOp(ctx, s, opAudit, func(ctx context.Context) (AuditPage, error) {
+	page, ok := runOp(ctx, s.core, opAudit, func(ctx context.Context) (AuditPage, error) {
 		return s.readAudit(ctx, tenant, q)
 	}, func(AuditPage) outcomeLabel { return labelRead })
 	if !ok {
@@ -174,7 +170,7 @@ func validStreamID(s string) bool {
 	return err1 == nil && err2 == nil && ms[0] != '+' && seq[0] != '+'
 }
 
-func (s *Store) readAudit(ctx context.Context, tenant string, q AuditQuery) (AuditPage, error) {
+func (s *core) readAudit(ctx context.Context, tenant string, q AuditQuery) (AuditPage, error) {
 	key := AuditKey(tenant)
 	start := "+"
 	if q.Before == "0-0" { // nothing is older; Redis refuses the range "(0-0"
@@ -243,7 +239,7 @@ func parsePerson(v string) *protocol.Holder {
 // auditArgs are the audit entry's arguments of a write script (prelude.lua,
 // auditing): its at, the cap, who causes the script's own change, and why. None when
 // the store keeps no audit.
-func (s *Store) auditArgs(now time.Time, actor *protocol.Holder, reason AuditReason) []any {
+func (s *core) auditArgs(now time.Time, actor *protocol.Holder, reason AuditReason) []any {
 	if !s.audit {
 		return nil
 	}
@@ -255,13 +251,13 @@ func (s *Store) auditArgs(now time.Time, actor *protocol.Holder, reason AuditRea
 }
 
 // audited counts n audit entries of op that a script wrote.
-func (s *Store) audited(op string, n int) {
+func (s *core) audited(op string, n int) {
 	if s.audit && n > 0 {
 		s.amet.written.WithLabelValues(op).Add(float64(n))
 	}
 }
 
-func (s *Store) setUpAudit(cfg Config) error {
+func (s *core) setUpAudit(cfg Config) error {
 	if cfg.AuditCap < 0 {
 		return errors.New("locks: Config.AuditCap must not be negative")
 	}

@@ -58,7 +58,7 @@ func all(t *testing.T, s *Store, tenant string, q AuditQuery) []AuditEntry {
 	t.Helper()
 	var out []AuditEntry
 	for range 1000 {
-		page, err := s.Audit(ctxT(t), tenant, q)
+		page, err := s.Console.Audit(ctxT(t), tenant, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,37 +83,37 @@ func testAuditEntries(t *testing.T, b backend) {
 	r := func(uid string) Ref { return Ref{tenant, "ApprovalRequest", uid} }
 	admin := protocol.Holder{OID: "u-root", Name: "Rita Root"}
 
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, r("r-1"), ada, "c-ada"))
-	expect(t, protocol.OutcomeRenewed)(s.Renew(ctx, r("r-1"), ada, "c-ada"))  // not audited
-	expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, r("r-1"), ada, "c-ada2")) // another tab: a renewal
-	expect(t, protocol.OutcomeLocked)(s.Claim(ctx, r("r-1"), grace, ""))      // changes nothing
-	expect(t, protocol.OutcomeTakenOver)(s.Takeover(ctx, r("r-1"), margot, "", true))
-	expect(t, protocol.OutcomeForbidden)(s.Takeover(ctx, r("r-1"), grace, "", false))
-	expect(t, protocol.OutcomeReleased)(s.Release(ctx, r("r-1"), margot, ""))
-	expect(t, protocol.OutcomeNotHeld)(s.Release(ctx, r("r-1"), margot, ""))
-	expect(t, protocol.OutcomeAcquired)(s.Takeover(ctx, r("r-2"), margot, "", true))
-	expect(t, protocol.OutcomeReleased)(s.ReleaseBecause(ctx, r("r-2"), margot, "", AuditDecision))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, r("r-1"), ada, "c-ada"))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Renew(ctx, r("r-1"), ada, "c-ada"))  // not audited
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, r("r-1"), ada, "c-ada2")) // another tab: a renewal
+	expect(t, protocol.OutcomeLocked)(s.Locks.Claim(ctx, r("r-1"), grace, ""))      // changes nothing
+	expect(t, protocol.OutcomeTakenOver)(s.Locks.Takeover(ctx, r("r-1"), margot, "", true))
+	expect(t, protocol.OutcomeForbidden)(s.Locks.Takeover(ctx, r("r-1"), grace, "", false))
+	expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, r("r-1"), margot, ""))
+	expect(t, protocol.OutcomeNotHeld)(s.Locks.Release(ctx, r("r-1"), margot, ""))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Takeover(ctx, r("r-2"), margot, "", true))
+	expect(t, protocol.OutcomeReleased)(s.Locks.ReleaseBecause(ctx, r("r-2"), margot, "", AuditDecision))
 	// Two sockets of grace: the first to close keeps the lock, the last releases it.
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, r("r-3"), grace, "c-1"))
-	expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, r("r-3"), grace, "c-2"))
-	expect(t, protocol.OutcomeNotHeld)(s.Detach(ctx, r("r-3"), grace, "c-1", true))
-	expect(t, protocol.OutcomeReleased)(s.Detach(ctx, r("r-3"), protocol.Holder{OID: grace.OID}, "c-2", true))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, r("r-3"), grace, "c-1"))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, r("r-3"), grace, "c-2"))
+	expect(t, protocol.OutcomeNotHeld)(s.Locks.Detach(ctx, r("r-3"), grace, "c-1", true))
+	expect(t, protocol.OutcomeReleased)(s.Locks.Detach(ctx, r("r-3"), protocol.Holder{OID: grace.OID}, "c-2", true))
 	// A release from one of two tabs lets go of that tab's share only.
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, r("r-4"), ada, "c-a"))
-	expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, r("r-4"), ada, "c-b"))
-	expect(t, protocol.OutcomeReleased)(s.Release(ctx, r("r-4"), ada, "c-a"))
-	res := expect(t, protocol.OutcomeReleased)(s.ForceRelease(ctx, r("r-4"), admin))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, r("r-4"), ada, "c-a"))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, r("r-4"), ada, "c-b"))
+	expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, r("r-4"), ada, "c-a"))
+	res := expect(t, protocol.OutcomeReleased)(s.Console.ForceRelease(ctx, r("r-4"), admin))
 	if res.Lock == nil || res.Lock.HolderOID != ada.OID {
 		t.Fatalf("force release answered lock %+v, want ada's", res.Lock)
 	}
-	expect(t, protocol.OutcomeNotHeld)(s.ForceRelease(ctx, r("r-4"), admin))
-	if l, _ := s.Get(ctx, r("r-4")); l != nil {
+	expect(t, protocol.OutcomeNotHeld)(s.Console.ForceRelease(ctx, r("r-4"), admin))
+	if l, _ := s.Locks.Get(ctx, r("r-4")); l != nil {
 		t.Fatalf("r-4 still locked after a force release: %+v", l)
 	}
 	// A lease that runs out, found by the sweep.
-	expect(t, protocol.OutcomeAcquired)(short.Claim(ctx, r("r-5"), ada, ""))
+	expect(t, protocol.OutcomeAcquired)(short.Locks.Claim(ctx, r("r-5"), ada, ""))
 	gone(t, b, c, LockKey(r("r-5")))
-	if err := s.Sweep(ctx, tenant, "ApprovalRequest", 0); err != nil {
+	if err := s.Locks.Sweep(ctx, tenant, "ApprovalRequest", 0); err != nil {
 		t.Fatal(err)
 	}
 	// Another writer's claim, takeover (an overwrite by another holder) and release,
@@ -122,19 +122,19 @@ func testAuditEntries(t *testing.T, b backend) {
 	if ok, _, err := net.Claim(ctx, tenant, "ApprovalRequest", "r-6", grace.OID, grace.Name); err != nil || !ok {
 		t.Fatalf(".NET claim = %v, %v", ok, err)
 	}
-	expect(t, protocol.OutcomeLocked)(s.Claim(ctx, r("r-6"), ada, "")) // catchup: Acquired
+	expect(t, protocol.OutcomeLocked)(s.Locks.Claim(ctx, r("r-6"), ada, "")) // catchup: Acquired
 	// Its own lease: an overwrite in the very millisecond of the claim with the same
 	// lease would leave the index score as it was (the README's documented limit).
 	if _, err := (redistest.DotNet{C: c, Lease: 4 * time.Minute}).Overwrite(ctx, tenant, "ApprovalRequest", "r-6", margot.OID, margot.Name); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Sweep(ctx, tenant, "ApprovalRequest", 0); err != nil {
+	if err := s.Locks.Sweep(ctx, tenant, "ApprovalRequest", 0); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := net.Release(ctx, tenant, "ApprovalRequest", "r-6", margot.OID); err != nil || !ok {
 		t.Fatalf(".NET release = %v, %v", ok, err)
 	}
-	if err := s.Sweep(ctx, tenant, "ApprovalRequest", 0); err != nil {
+	if err := s.Locks.Sweep(ctx, tenant, "ApprovalRequest", 0); err != nil {
 		t.Fatal(err)
 	}
 	end := time.Now().Add(time.Millisecond)
@@ -181,10 +181,10 @@ func testAuditEntries(t *testing.T, b backend) {
 	if v := msgs[10].Values["actor"]; v != "null" {
 		t.Fatalf("the expiry's actor field is %q, want null", v)
 	}
-	if n := testutil.ToFloat64(s.amet.written.WithLabelValues(string(OpForceReleased))); n != 1 {
+	if n := testutil.ToFloat64(s.core.amet.written.WithLabelValues(string(OpForceReleased))); n != 1 {
 		t.Fatalf("force releases audited: %v, want 1", n)
 	}
-	if n := testutil.ToFloat64(s.amet.forced.WithLabelValues(string(protocol.OutcomeNotHeld))); n != 1 {
+	if n := testutil.ToFloat64(s.core.amet.forced.WithLabelValues(string(protocol.OutcomeNotHeld))); n != 1 {
 		t.Fatalf("force releases notHeld: %v, want 1", n)
 	}
 }
@@ -209,13 +209,13 @@ func testAuditReads(t *testing.T, b backend) {
 	ctx := ctxT(t)
 	for range 7 { // 28 entries, 14 of each entity
 		for _, uid := range []string{"r-a", "r-b"} {
-			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", uid}, ada, ""))
-			expect(t, protocol.OutcomeReleased)(s.Release(ctx, Ref{tenant, "ApprovalRequest", uid}, ada, ""))
+			expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", uid}, ada, ""))
+			expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, Ref{tenant, "ApprovalRequest", uid}, ada, ""))
 		}
 	}
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{other, "ApprovalRequest", "r-a"}, grace, ""))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{other, "ApprovalRequest", "r-a"}, grace, ""))
 
-	page, err := s.Audit(ctx, tenant, AuditQuery{})
+	page, err := s.Console.Audit(ctx, tenant, AuditQuery{})
 	if err != nil || len(page.Entries) != 28 || page.Next != "" {
 		t.Fatalf("default read: %d entries, next %q, %v; want 28, no next", len(page.Entries), page.Next, err)
 	}
@@ -226,7 +226,7 @@ func testAuditReads(t *testing.T, b backend) {
 	var paged []string
 	q := AuditQuery{Limit: 5}
 	for pages := 0; ; pages++ {
-		p, err := s.Audit(ctx, tenant, q)
+		p, err := s.Console.Audit(ctx, tenant, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -252,7 +252,7 @@ func testAuditReads(t *testing.T, b backend) {
 	var trail []AuditEntry
 	q = AuditQuery{EntityType: "ApprovalRequest", EntityUID: "r-a", Limit: 4}
 	for {
-		p, err := s.Audit(ctx, tenant, q)
+		p, err := s.Console.Audit(ctx, tenant, q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,14 +270,14 @@ func testAuditReads(t *testing.T, b backend) {
 			t.Fatalf("r-a's trail holds %+v", e)
 		}
 	}
-	if p, _ := s.Audit(ctx, tenant, AuditQuery{EntityUID: "r-none"}); len(p.Entries) != 0 || p.Next != "" {
+	if p, _ := s.Console.Audit(ctx, tenant, AuditQuery{EntityUID: "r-none"}); len(p.Entries) != 0 || p.Next != "" {
 		t.Fatalf("an entity without entries: %+v", p)
 	}
-	if p, _ := s.Audit(ctx, tenant, AuditQuery{EntityType: "Other"}); len(p.Entries) != 0 {
+	if p, _ := s.Console.Audit(ctx, tenant, AuditQuery{EntityType: "Other"}); len(p.Entries) != 0 {
 		t.Fatalf("a type without entries: %+v", p)
 	}
 	// Another tenant's stream holds only its own entry.
-	if p, _ := s.Audit(ctx, other, AuditQuery{}); len(p.Entries) != 1 || p.Entries[0].Holder.OID != grace.OID {
+	if p, _ := s.Console.Audit(ctx, other, AuditQuery{}); len(p.Entries) != 1 || p.Entries[0].Holder.OID != grace.OID {
 		t.Fatalf("the other tenant's trail: %+v", p)
 	}
 
@@ -289,7 +289,7 @@ func testAuditReads(t *testing.T, b backend) {
 		"cursor with a sign":                {Before: "+1-0"},
 		"cursor of a range":                 {Before: "(1-0"},
 	} {
-		if _, err := s.Audit(ctx, tenant, q); !isCode(err, protocol.CodeBadRequest) {
+		if _, err := s.Console.Audit(ctx, tenant, q); !isCode(err, protocol.CodeBadRequest) {
 			t.Errorf("%s: error %v, want bad_request", name, err)
 		}
 	}
@@ -297,14 +297,14 @@ func testAuditReads(t *testing.T, b backend) {
 		"type with a brace": {EntityType: "A}b"},
 		"uid with a space":  {EntityUID: "r 1"},
 	} {
-		if _, err := s.Audit(ctx, tenant, q); !isCode(err, protocol.CodeInvalidEntity) {
+		if _, err := s.Console.Audit(ctx, tenant, q); !isCode(err, protocol.CodeInvalidEntity) {
 			t.Errorf("%s: error %v, want invalid_entity", name, err)
 		}
 	}
-	if _, err := s.Audit(ctx, "a{b", AuditQuery{}); !isCode(err, protocol.CodeInvalidEntity) {
+	if _, err := s.Console.Audit(ctx, "a{b", AuditQuery{}); !isCode(err, protocol.CodeInvalidEntity) {
 		t.Errorf("a bad tenant: error %v, want invalid_entity", err)
 	}
-	if p, err := s.Audit(ctx, tenant, AuditQuery{Before: "0-0"}); err != nil || len(p.Entries) != 0 {
+	if p, err := s.Console.Audit(ctx, tenant, AuditQuery{Before: "0-0"}); err != nil || len(p.Entries) != 0 {
 		t.Fatalf("before the first id: %+v, %v", p, err)
 	}
 }
@@ -322,8 +322,8 @@ func testAuditCap(t *testing.T, b backend) {
 	ctx := ctxT(t)
 	ref := Ref{tenant, "ApprovalRequest", "r-1"}
 	for range 3 * cap {
-		expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, ""))
-		expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada, ""))
+		expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, ""))
+		expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, ref, ada, ""))
 	}
 	n, err := c.XLen(ctx, AuditKey(tenant)).Result()
 	if err != nil {
@@ -334,12 +334,12 @@ func testAuditCap(t *testing.T, b backend) {
 	if n < cap || n >= 2*cap {
 		t.Fatalf("XLEN %d after %d entries, want about the cap %d", n, 6*cap, cap)
 	}
-	p, _ := s.Audit(ctx, tenant, AuditQuery{Limit: 1})
+	p, _ := s.Console.Audit(ctx, tenant, AuditQuery{Limit: 1})
 	if len(p.Entries) != 1 || p.Entries[0].Op != protocol.OpReleased {
 		t.Fatalf("the newest entry %+v", p.Entries)
 	}
 	d, _ := newStore(t, c, Config{})
-	if got := d.auditArgs(time.Now(), nil, "")[1]; got != DefaultAuditCap {
+	if got := d.core.auditArgs(time.Now(), nil, "")[1]; got != DefaultAuditCap {
 		t.Fatalf("default cap %v, want %d", got, DefaultAuditCap)
 	}
 	if _, err := NewStore(Config{Client: c, AuditCap: -1}); err == nil {
@@ -356,13 +356,13 @@ func testAuditOptional(t *testing.T, b backend) {
 	tenant := fmt.Sprintf("aud5-%d", time.Now().UnixNano())
 	ctx := ctxT(t)
 	ref := Ref{tenant, "ApprovalRequest", "r-1"}
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "c-1"))
-	expect(t, protocol.OutcomeRenewed)(s.Renew(ctx, ref, ada, "c-1"))
-	expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada, ""))
-	expect(t, protocol.OutcomeAcquired)(s.Takeover(ctx, ref, ada, "", true))
-	expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, ref, ada, "c-2"))
-	expect(t, protocol.OutcomeReleased)(s.Detach(ctx, ref, ada, "c-2", true))
-	if err := s.Sweep(ctx, tenant, "ApprovalRequest", 0); err != nil {
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, "c-1"))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Renew(ctx, ref, ada, "c-1"))
+	expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, ref, ada, ""))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Takeover(ctx, ref, ada, "", true))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, ref, ada, "c-2"))
+	expect(t, protocol.OutcomeReleased)(s.Locks.Detach(ctx, ref, ada, "c-2", true))
+	if err := s.Locks.Sweep(ctx, tenant, "ApprovalRequest", 0); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := c.Exists(ctx, AuditKey(tenant)).Result(); err != nil || n != 0 {
@@ -370,7 +370,7 @@ func testAuditOptional(t *testing.T, b backend) {
 	}
 	// ...and the same store with the audit records the same sequence.
 	a, _ := newStore(t, c, Config{})
-	expect(t, protocol.OutcomeAcquired)(a.Claim(ctx, ref, ada, "c-1"))
+	expect(t, protocol.OutcomeAcquired)(a.Locks.Claim(ctx, ref, ada, "c-1"))
 	if n, _ := c.XLen(ctx, AuditKey(tenant)).Result(); n != 1 {
 		t.Fatalf("XLEN %d after one audited claim", n)
 	}
@@ -385,11 +385,11 @@ func testAdminLocks(t *testing.T, b backend) {
 	s, _ := newStore(t, c, Config{Registry: reg})
 	tenant := fmt.Sprintf("adm-%d", time.Now().UnixNano())
 	ctx := ctxT(t)
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-1"}, ada, ""))
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-2"}, grace, ""))
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "Shipment", "s-1"}, margot, ""))
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant + "-x", "Shipment", "s-2"}, margot, ""))
-	ls, err := s.AdminLocks(ctx, tenant)
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-1"}, ada, ""))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-2"}, grace, ""))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "Shipment", "s-1"}, margot, ""))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant + "-x", "Shipment", "s-2"}, margot, ""))
+	ls, err := s.Console.AdminLocks(ctx, tenant)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,10 +402,10 @@ func testAdminLocks(t *testing.T, b backend) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("AdminLocks = %v, want %v", got, want)
 	}
-	if _, err := s.AdminLocks(ctx, "a b"); !isCode(err, protocol.CodeInvalidEntity) {
+	if _, err := s.Console.AdminLocks(ctx, "a b"); !isCode(err, protocol.CodeInvalidEntity) {
 		t.Fatalf("a bad tenant: %v", err)
 	}
-	if _, err := s.ForceRelease(ctx, Ref{tenant, "Nope", "x"}, ada); !isCode(err, protocol.CodeNotLockable) {
+	if _, err := s.Console.ForceRelease(ctx, Ref{tenant, "Nope", "x"}, ada); !isCode(err, protocol.CodeNotLockable) {
 		t.Fatalf("force release of an unlockable type: %v", err)
 	}
 }

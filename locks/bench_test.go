@@ -50,10 +50,10 @@ func BenchmarkClaimRelease(b *testing.B) {
 }
 
 func claimRelease(b *testing.B, s *Store, ctx context.Context, ref Ref) {
-	if r, _ := s.Claim(ctx, ref, ada, ""); r.Outcome != protocol.OutcomeAcquired {
+	if r, _ := s.Locks.Claim(ctx, ref, ada, ""); r.Outcome != protocol.OutcomeAcquired {
 		b.Fatalf("claim: %s", r.Outcome)
 	}
-	if r, _ := s.Release(ctx, ref, ada, ""); r.Outcome != protocol.OutcomeReleased {
+	if r, _ := s.Locks.Release(ctx, ref, ada, ""); r.Outcome != protocol.OutcomeReleased {
 		b.Fatalf("release: %s", r.Outcome)
 	}
 }
@@ -84,7 +84,7 @@ func BenchmarkListByType(b *testing.B) {
 	ctx := context.Background()
 	const tenant = "bench"
 	for i := range 3 {
-		if r, _ := s.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("r-%d", 1000+i*7)}, ada, ""); r.Outcome != protocol.OutcomeAcquired {
+		if r, _ := s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("r-%d", 1000+i*7)}, ada, ""); r.Outcome != protocol.OutcomeAcquired {
 			b.Fatal(r.Outcome)
 		}
 	}
@@ -104,7 +104,7 @@ func BenchmarkListByType(b *testing.B) {
 				if (i/block)%2 == 0 {
 					nBy++
 					byType += timeIt(func() {
-						if l, _ := s.List(ctx, tenant, "ApprovalRequest"); len(l) != 3 {
+						if l, _ := s.Locks.List(ctx, tenant, "ApprovalRequest"); len(l) != 3 {
 							b.Fatalf("List = %d locks", len(l))
 						}
 					})
@@ -174,7 +174,7 @@ func BenchmarkSweep(b *testing.B) {
 		b.Run(fmt.Sprintf("locks=%d", n), func(b *testing.B) {
 			tenant := fmt.Sprintf("sweep-%d-%d", n, time.Now().UnixNano())
 			claimMany(b, s, tenant, typ, n)
-			if l, err := s.List(ctx, tenant, typ); err != nil || len(l) != n {
+			if l, err := s.Locks.List(ctx, tenant, typ); err != nil || len(l) != n {
 				b.Fatalf("List = %d locks, %v; want %d", len(l), err, n)
 			}
 			holders := make([]protocol.Holder, n) // who holds lock i now
@@ -215,17 +215,17 @@ func BenchmarkSweep(b *testing.B) {
 				}
 			}
 			sweep := func() {
-				if err := s.Sweep(ctx, tenant, typ, 0); err != nil {
+				if err := s.Locks.Sweep(ctx, tenant, typ, 0); err != nil {
 					b.Fatal(err)
 				}
 			}
 			list := func() {
-				if l, _ := s.List(ctx, tenant, typ); len(l) != n {
+				if l, _ := s.Locks.List(ctx, tenant, typ); len(l) != n {
 					b.Fatalf("List = %d locks, want %d", len(l), n)
 				}
 			}
 			snapshot := func() {
-				if j, err := s.ListJSON(ctx, tenant, typ); err != nil || len(j) < 2+n*100 {
+				if j, err := s.Locks.ListJSON(ctx, tenant, typ); err != nil || len(j) < 2+n*100 {
 					b.Fatalf("ListJSON = %d bytes, %v; want %d locks", len(j), err, n)
 				}
 			}
@@ -289,7 +289,7 @@ func claimMany(b *testing.B, s *Store, tenant, typ string, n int) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if r, err := s.Claim(ctx, Ref{tenant, typ, fmt.Sprintf("r-%d", i)}, ada, ""); err != nil || r.Outcome != protocol.OutcomeAcquired {
+			if r, err := s.Locks.Claim(ctx, Ref{tenant, typ, fmt.Sprintf("r-%d", i)}, ada, ""); err != nil || r.Outcome != protocol.OutcomeAcquired {
 				errs <- fmt.Errorf("claim r-%d: %s, %v", i, r.Outcome, err)
 			}
 		})
@@ -305,7 +305,7 @@ func claimMany(b *testing.B, s *Store, tenant, typ string, n int) {
 func foreignChanges(s *Store) float64 {
 	var sum float64
 	for _, op := range []protocol.Op{protocol.OpAcquired, protocol.OpRenewed, protocol.OpTakenOver, protocol.OpReleased} {
-		sum += testutil.ToFloat64(s.met.foreign.WithLabelValues(string(op)))
+		sum += testutil.ToFloat64(s.core.met.foreign.WithLabelValues(string(op)))
 	}
 	return sum
 }

@@ -29,7 +29,7 @@ func testSeedBugRegression(t *testing.T, cl *redistest.Cluster) {
 		slots[redistest.Slot(IndexKey(tenant, "ApprovalRequest"))] = true
 		for j := range perTenant {
 			h := []protocol.Holder{ada, grace}[j%2]
-			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("r-%d", 1000+j)}, h, ""))
+			expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("r-%d", 1000+j)}, h, ""))
 		}
 	}
 	masters := map[string]bool{}
@@ -41,14 +41,14 @@ func testSeedBugRegression(t *testing.T, cl *redistest.Cluster) {
 	}
 	for i := range tenants {
 		tenant := fmt.Sprintf("tenant-%d", i)
-		if got := must1(s.List(ctx, tenant, "ApprovalRequest")); len(got) != perTenant {
+		if got := must1(s.Locks.List(ctx, tenant, "ApprovalRequest")); len(got) != perTenant {
 			t.Fatalf("List(%s) = %d locks, want %d", tenant, len(got), perTenant)
 		}
-		if got := must1(s.Mine(ctx, tenant, ada.OID)); len(got) != perTenant/2 {
+		if got := must1(s.Locks.Mine(ctx, tenant, ada.OID)); len(got) != perTenant/2 {
 			t.Fatalf("Mine(%s) = %d locks, want %d", tenant, len(got), perTenant/2)
 		}
 	}
-	if n := testutil.CollectAndCount(s.met.failOpen); n != 0 {
+	if n := testutil.CollectAndCount(s.core.met.failOpen); n != 0 {
 		t.Fatalf("%d fail-open series on a healthy cluster", n)
 	}
 

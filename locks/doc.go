@@ -1,8 +1,11 @@
 // Package locks is lockhub's lock store: edit locks on any entity type, kept in Redis
 // as PROTOCOL.md §1–§3 describe, without touching the entity's own tables.
 //
-// Start with NewStore and its methods Claim, Renew, Release, Takeover, Get, List and
-// Mine. A lock is one JSON value under lock:{<tenant>}:<type>:<uid> whose TTL is the
+// Start with NewStore. A Store is one handle per concept over one shared Redis core
+// (parts.go): Locks (Claim, Renew, Release, Takeover, Get, List, Mine, the sweep and
+// the change feed), Presence (views and nudges), Instances (liveness and holdings of
+// hub instances) and Console (the lock console and the audit trail). keys.go lists
+// every key the store writes. A lock is one JSON value under lock:{<tenant>}:<type>:<uid> whose TTL is the
 // lease; lockidx:{<tenant>}:<type> indexes a tenant's locks of one type by expiry, so
 // listing by type is a prune, a range and one MGET however many rows a grid shows. The
 // tenant is a Redis Cluster hash tag in every key: all of a tenant's keys share one
@@ -14,9 +17,11 @@
 // *NotLockableError naming the registered types. Names that fail §1's rules are refused
 // with an *InvalidEntityError before any key is built.
 //
-// Fail open: a Redis failure of any kind never reaches the caller as an error. Writes
-// answer protocol.OutcomeUnknown, reads answer no locks, and each failure is logged at
-// WARN and counted by Reason. Each operation is bounded by Config.Timeout.
+// Fail open: a Redis failure of any kind is logged at WARN and counted by Reason inside
+// the store, then answered by the one convention Store documents: changes answer
+// protocol.OutcomeUnknown, reads that only show answer none, and the calls whose
+// caller must tell "no answer" from an answer return ErrUnavailable. Each operation is
+// bounded by Config.Timeout.
 //
 // Every write script publishes its change on Redis pub/sub (sharded on a cluster) in the
 // same atomic step; RunFeed receives the changes of every instance, in order per
@@ -27,7 +32,7 @@
 // Every change but a renewal is also recorded, by the same script and in the same
 // atomic step, in the tenant's audit stream lockaudit:{<tenant>} (audit.go, PROTOCOL.md
 // §10), capped at about Config.AuditCap entries; Audit reads it, AdminLocks and
-// ForceRelease are the lock console's operations (admin.go).
+// ForceRelease are the lock console's operations (console.go).
 //
 // Concurrency: a Store is safe for concurrent use. RunFeed blocks until its ctx is
 // done and joins every goroutine it starts.

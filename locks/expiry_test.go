@@ -52,28 +52,28 @@ func TestExpiryLeavesNothing(t *testing.T) {
 		lock  func(t *testing.T, tenant string) // leaves locks of tenant to run out
 	}{
 		{"claimed over a socket", all, func(t *testing.T, tenant string) {
-			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-1"}, ada, "tab-1"))
+			expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-1"}, ada, "tab-1"))
 		}},
 		{"claimed over HTTP", []string{"lock:", "lockidx:", "lockval:", "lockseen:"}, func(t *testing.T, tenant string) {
-			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-1"}, ada, ""))
+			expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-1"}, ada, ""))
 		}},
 		{"claimed from two tabs and renewed", all, func(t *testing.T, tenant string) {
 			ref := Ref{tenant, "ApprovalRequest", "r-1"}
-			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "tab-1"))
-			expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, ref, ada, "tab-2"))
-			expect(t, protocol.OutcomeRenewed)(s.Renew(ctx, ref, ada, "tab-1"))
+			expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, "tab-1"))
+			expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, ref, ada, "tab-2"))
+			expect(t, protocol.OutcomeRenewed)(s.Locks.Renew(ctx, ref, ada, "tab-1"))
 		}},
 		{"taken over", all, func(t *testing.T, tenant string) {
 			ref := Ref{tenant, "ApprovalRequest", "r-1"}
-			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "tab-1"))
-			expect(t, protocol.OutcomeTakenOver)(s.Takeover(ctx, ref, margot, "tab-9", true))
+			expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, "tab-1"))
+			expect(t, protocol.OutcomeTakenOver)(s.Locks.Takeover(ctx, ref, margot, "tab-9", true))
 		}},
 		{"several locks of two types, one released", all, func(t *testing.T, tenant string) {
-			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-1"}, ada, "tab-1"))
-			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-2"}, grace, ""))
-			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "Invoice", "i-1"}, ada, "tab-1"))
-			expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "Invoice", "i-2"}, grace, "tab-2"))
-			expect(t, protocol.OutcomeReleased)(s.Release(ctx, Ref{tenant, "Invoice", "i-2"}, grace, ""))
+			expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-1"}, ada, "tab-1"))
+			expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-2"}, grace, ""))
+			expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "Invoice", "i-1"}, ada, "tab-1"))
+			expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "Invoice", "i-2"}, grace, "tab-2"))
+			expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, Ref{tenant, "Invoice", "i-2"}, grace, ""))
 		}},
 	} {
 		for _, sweep := range []bool{true, false} {
@@ -103,7 +103,7 @@ func TestExpiryLeavesNothing(t *testing.T) {
 			}
 			redistest.Eventually(t, "no key of the tenant left after the leases and a sweep", func() bool {
 				for _, typ := range reg.Types() {
-					if err := s.Sweep(ctx, r.tenant, typ, 0); err != nil {
+					if err := s.Locks.Sweep(ctx, r.tenant, typ, 0); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -187,16 +187,16 @@ func TestSweepReadsNoValues(t *testing.T) {
 			s, _ := newStore(t, c, Config{})
 			ctx := ctxT(t)
 			for _, uid := range []string{"r-1", "r-2", "r-3"} {
-				expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{"acme", "ApprovalRequest", uid}, ada, ""))
+				expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{"acme", "ApprovalRequest", uid}, ada, ""))
 			}
-			swept, err := s.sweep(ctx, "acme", "ApprovalRequest", false, 0, nil)
+			swept, err := s.core.sweep(ctx, "acme", "ApprovalRequest", false, 0, nil)
 			if err != nil || len(swept) != 0 {
 				t.Fatalf("sweep without read = %d locks, %v; want none read", len(swept), err)
 			}
-			if err := s.Sweep(ctx, "acme", "ApprovalRequest", 0); err != nil {
+			if err := s.Locks.Sweep(ctx, "acme", "ApprovalRequest", 0); err != nil {
 				t.Fatal(err)
 			}
-			if l := must1(s.List(ctx, "acme", "ApprovalRequest")); len(l) != 3 {
+			if l := must1(s.Locks.List(ctx, "acme", "ApprovalRequest")); len(l) != 3 {
 				t.Fatalf("List after sweeps = %d locks, want 3", len(l))
 			}
 		})

@@ -35,28 +35,31 @@ func TestFailOpenStandaloneKilled(t *testing.T) {
 	s, logs := newStore(t, c, Config{Registerer: reg})
 	ctx := ctxT(t)
 	ref := Ref{"acme", "ApprovalRequest", "r-1001"}
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "c1"))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, "c1"))
 
 	srv.Kill(t)
 	ops := []struct {
 		name string
 		run  func() (protocol.Outcome, int)
 	}{
-		{"claim", func() (protocol.Outcome, int) { r, _ := s.Claim(ctx, ref, grace, ""); return r.Outcome, 0 }},
-		{"renew", func() (protocol.Outcome, int) { r, _ := s.Renew(ctx, ref, ada, ""); return r.Outcome, 0 }},
-		{"release", func() (protocol.Outcome, int) { r, _ := s.Release(ctx, ref, ada, ""); return r.Outcome, 0 }},
-		{"takeover", func() (protocol.Outcome, int) { r, _ := s.Takeover(ctx, ref, margot, "", true); return r.Outcome, 0 }},
-		{"detach", func() (protocol.Outcome, int) { r, _ := s.Detach(ctx, ref, ada, "c1", true); return r.Outcome, 0 }},
+		{"claim", func() (protocol.Outcome, int) { r, _ := s.Locks.Claim(ctx, ref, grace, ""); return r.Outcome, 0 }},
+		{"renew", func() (protocol.Outcome, int) { r, _ := s.Locks.Renew(ctx, ref, ada, ""); return r.Outcome, 0 }},
+		{"release", func() (protocol.Outcome, int) { r, _ := s.Locks.Release(ctx, ref, ada, ""); return r.Outcome, 0 }},
+		{"takeover", func() (protocol.Outcome, int) {
+			r, _ := s.Locks.Takeover(ctx, ref, margot, "", true)
+			return r.Outcome, 0
+		}},
+		{"detach", func() (protocol.Outcome, int) { r, _ := s.Locks.Detach(ctx, ref, ada, "c1", true); return r.Outcome, 0 }},
 		{"get", func() (protocol.Outcome, int) {
-			l, _ := s.Get(ctx, ref)
+			l, _ := s.Locks.Get(ctx, ref)
 			return protocol.OutcomeUnknown, btoi(l != nil)
 		}},
 		{"list", func() (protocol.Outcome, int) {
-			l, _ := s.List(ctx, "acme", "ApprovalRequest")
+			l, _ := s.Locks.List(ctx, "acme", "ApprovalRequest")
 			return protocol.OutcomeUnknown, len(l)
 		}},
 		{"mine", func() (protocol.Outcome, int) {
-			l, _ := s.Mine(ctx, "acme", ada.OID)
+			l, _ := s.Locks.Mine(ctx, "acme", ada.OID)
 			return protocol.OutcomeUnknown, len(l)
 		}},
 	}
@@ -69,8 +72,8 @@ func TestFailOpenStandaloneKilled(t *testing.T) {
 		if out != protocol.OutcomeUnknown || n != 0 {
 			t.Errorf("%s with Redis dead: outcome %s, %d locks; want unknown and none", op.name, out, n)
 		}
-		if got := testutil.ToFloat64(s.met.failOpen.WithLabelValues(op.name, string(ReasonConnection))); got < 1 {
-			out, _ := testutil.CollectAndFormat(s.met.failOpen, expfmt.TypeTextPlain, "lockhub_store_fail_open_total")
+		if got := testutil.ToFloat64(s.core.met.failOpen.WithLabelValues(op.name, string(ReasonConnection))); got < 1 {
+			out, _ := testutil.CollectAndFormat(s.core.met.failOpen, expfmt.TypeTextPlain, "lockhub_store_fail_open_total")
 			t.Errorf("%s: fail-open not counted as connection:\n%s", op.name, out)
 		}
 	}
@@ -83,10 +86,10 @@ func TestFailOpenStandaloneKilled(t *testing.T) {
 
 	srv.Restart(t)
 	redistest.Eventually(t, "claims work after restart", func() bool {
-		r, _ := s.Claim(ctx, ref, grace, "")
+		r, _ := s.Locks.Claim(ctx, ref, grace, "")
 		return r.Outcome == protocol.OutcomeAcquired
 	})
-	expect(t, protocol.OutcomeLocked)(s.Claim(ctx, ref, ada, ""))
+	expect(t, protocol.OutcomeLocked)(s.Locks.Claim(ctx, ref, ada, ""))
 }
 
 func btoi(b bool) int {
@@ -105,9 +108,9 @@ func TestFailOpenCommandError(t *testing.T) {
 	ctx := ctxT(t)
 	ref := Ref{"acme", "ApprovalRequest", "r-1"}
 	c.HSet(ctx, LockKey(ref), "x", "y")
-	expect(t, protocol.OutcomeUnknown)(s.Claim(ctx, ref, ada, ""))
-	expect(t, protocol.OutcomeUnknown)(s.Renew(ctx, ref, ada, ""))
-	if l := must1(s.Get(ctx, ref)); l != nil {
+	expect(t, protocol.OutcomeUnknown)(s.Locks.Claim(ctx, ref, ada, ""))
+	expect(t, protocol.OutcomeUnknown)(s.Locks.Renew(ctx, ref, ada, ""))
+	if l := must1(s.Locks.Get(ctx, ref)); l != nil {
 		t.Fatalf("Get = %+v, want nil", l)
 	}
 	if !strings.Contains(logs.String(), "reason=command") {
@@ -119,20 +122,20 @@ func TestFailOpenCommandError(t *testing.T) {
 		t.Fatal(err)
 	}
 	two, _ := newStore(t, c, Config{Registry: reg})
-	expect(t, protocol.OutcomeAcquired)(two.Claim(ctx, Ref{"acme", "ApprovalRequest", "mine"}, ada, ""))
+	expect(t, protocol.OutcomeAcquired)(two.Locks.Claim(ctx, Ref{"acme", "ApprovalRequest", "mine"}, ada, ""))
 	c.Set(ctx, IndexKey("acme", "Order"), "not a sorted set", time.Minute)
-	if got := must1(two.Mine(ctx, "acme", ada.OID)); len(got) != 0 {
+	if got := must1(two.Locks.Mine(ctx, "acme", ada.OID)); len(got) != 0 {
 		t.Fatalf("Mine with the Order index broken = %+v, want no locks", got)
 	}
 	c.Del(ctx, IndexKey("acme", "Order"))
-	if got := must1(two.Mine(ctx, "acme", ada.OID)); len(got) != 1 {
+	if got := must1(two.Locks.Mine(ctx, "acme", ada.OID)); len(got) != 1 {
 		t.Fatalf("Mine with the Order index mended = %+v, want ada's lock", got)
 	}
 
 	// A value that is not a lock reads as corrupt, and fails open too.
 	ref2 := Ref{"acme", "ApprovalRequest", "r-2"}
 	c.Set(ctx, LockKey(ref2), "not json", time.Minute)
-	expect(t, protocol.OutcomeUnknown)(s.Renew(ctx, ref2, ada, ""))
+	expect(t, protocol.OutcomeUnknown)(s.Locks.Renew(ctx, ref2, ada, ""))
 	if !strings.Contains(logs.String(), "reason=corrupt") {
 		t.Fatalf("no warning with reason=corrupt:\n%s", logs.String())
 	}
@@ -149,7 +152,7 @@ func TestClusterFailover(t *testing.T) {
 	tenant := "acme"
 	slot := redistest.Slot(IndexKey(tenant, "ApprovalRequest"))
 	rec := runFeed(t, s, s, tenant)
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "before"}, ada, ""))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", "before"}, ada, ""))
 
 	// A dead replica (of another master: this slot's replica must stay for the
 	// failover below) takes nothing from the locks: Redis is still ready. The client's
@@ -162,7 +165,7 @@ func TestClusterFailover(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Fatalf("Ping with a replica dead: %v", err)
 	}
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, "ApprovalRequest", "replica-dead"}, ada, ""))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", "replica-dead"}, ada, ""))
 
 	// A tenant on another master keeps its live events through the failover: no
 	// gap, no resync. Its changes go on every few milliseconds meanwhile.
@@ -182,9 +185,9 @@ func TestClusterFailover(t *testing.T) {
 			ref := Ref{calm, "ApprovalRequest", "c-1"}
 			var r Result
 			if n%2 == 0 {
-				r, _ = s.Claim(calmCtx, ref, ada, "")
+				r, _ = s.Locks.Claim(calmCtx, ref, ada, "")
 			} else {
-				r, _ = s.Release(calmCtx, ref, ada, "")
+				r, _ = s.Locks.Release(calmCtx, ref, ada, "")
 			}
 			if r.Outcome == protocol.OutcomeAcquired || r.Outcome == protocol.OutcomeReleased {
 				n++
@@ -199,7 +202,7 @@ func TestClusterFailover(t *testing.T) {
 	redistest.Eventually(t, "a claim succeeds after failover", func() bool {
 		n++
 		start := time.Now()
-		r, err := s.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("after-%d", n)}, ada, "")
+		r, err := s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("after-%d", n)}, ada, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +221,7 @@ func TestClusterFailover(t *testing.T) {
 	})
 	ref := Ref{tenant, "ApprovalRequest", "after-feed"}
 	redistest.Eventually(t, "events flow after the failover", func() bool {
-		s.Claim(ctx, ref, ada, "")
+		s.Locks.Claim(ctx, ref, ada, "")
 		return len(rec.of(tenant, ref.UID)) > 0
 	})
 	stopCalm()
@@ -256,13 +259,13 @@ func TestClusterHungMaster(t *testing.T) {
 	n := 0
 	redistest.Eventually(t, "a claim succeeds after the failover", func() bool {
 		n++
-		r, _ := s.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("after-%d", n)}, ada, "")
+		r, _ := s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("after-%d", n)}, ada, "")
 		return r.Outcome == protocol.OutcomeAcquired
 	})
 	// Events may arrive before the resync: it comes once every slot is subscribed again.
 	ref := Ref{tenant, "ApprovalRequest", "after-feed"}
 	redistest.Eventually(t, "events flow, and the tenant is resynced, after the hung master was failed over", func() bool {
-		s.Claim(ctx, ref, ada, "")
+		s.Locks.Claim(ctx, ref, ada, "")
 		return len(rec.of(tenant, ref.UID)) > 0 && rec.resyncedFor(tenant)
 	})
 	t.Logf("the feed delivers again %s after the master hung", time.Since(hung).Round(10*time.Millisecond))
@@ -287,8 +290,8 @@ func waitFeed(t *testing.T, s *Store, rec *recorder, tenant string) {
 	ctx := ctxT(t)
 	probe := Ref{tenant, "ApprovalRequest", "probe"}
 	redistest.Eventually(t, "the feed delivers "+tenant, func() bool {
-		s.Claim(ctx, probe, ada, "")
-		s.Release(ctx, probe, ada, "")
+		s.Locks.Claim(ctx, probe, ada, "")
+		s.Locks.Release(ctx, probe, ada, "")
 		return len(rec.of(tenant, "probe")) > 0
 	})
 }
@@ -334,8 +337,8 @@ func TestFailOpenContention(t *testing.T) {
 		op opName
 		do func(*Store, Ref) (Result, error)
 	}{
-		{opClaim, func(s *Store, ref Ref) (Result, error) { return s.Claim(ctx, ref, ada, "") }},
-		{opTakeover, func(s *Store, ref Ref) (Result, error) { return s.Takeover(ctx, ref, ada, "", true) }},
+		{opClaim, func(s *Store, ref Ref) (Result, error) { return s.Locks.Claim(ctx, ref, ada, "") }},
+		{opTakeover, func(s *Store, ref Ref) (Result, error) { return s.Locks.Takeover(ctx, ref, ada, "", true) }},
 	} {
 		t.Run(string(tc.op), func(t *testing.T) {
 			ref := Ref{"acme", "ApprovalRequest", "contended-" + string(tc.op)}
@@ -357,11 +360,11 @@ func TestFailOpenContention(t *testing.T) {
 				t.Fatalf("the clock was read %d times, want %d: the race did not happen as staged", calls, 2*casAttempts)
 			}
 			for reason, want := range map[Reason]float64{ReasonContention: 1, ReasonCorrupt: 0} {
-				if got := testutil.ToFloat64(s.met.failOpen.WithLabelValues(string(tc.op), string(reason))); got != want {
+				if got := testutil.ToFloat64(s.core.met.failOpen.WithLabelValues(string(tc.op), string(reason))); got != want {
 					t.Errorf("fail-open %s{%s} = %v, want %v", tc.op, reason, got, want)
 				}
 			}
-			if got := testutil.ToFloat64(s.met.ops.WithLabelValues(string(tc.op), string(protocol.OutcomeUnknown))); got != 1 {
+			if got := testutil.ToFloat64(s.core.met.ops.WithLabelValues(string(tc.op), string(protocol.OutcomeUnknown))); got != 1 {
 				t.Errorf("%s counted %v times as unknown, want 1", tc.op, got)
 			}
 			if !strings.Contains(logs.String(), "reason=contention") {
@@ -408,7 +411,7 @@ func TestFeedResync(t *testing.T) {
 	})
 	ref := Ref{"acme", "ApprovalRequest", "after"}
 	redistest.Eventually(t, "events flow again", func() bool {
-		a.Claim(ctx, ref, ada, "")
+		a.Locks.Claim(ctx, ref, ada, "")
 		return len(rec.of("acme", "after")) > 0
 	})
 }

@@ -58,10 +58,8 @@ type FeedHandler interface {
 	Resync(affected func(tenant string) bool)
 }
 
-const channelPrefix = "lockhub:ev:{"
-
 // channel returns the tenant's channel.
-func (s *Store) channel(tenant string) string {
+func (s *core) channel(tenant string) string {
 	if s.cluster != nil {
 		return channelPrefix + s.tags[crc16(tenant)%slotCount] + "}"
 	}
@@ -72,14 +70,14 @@ func (s *Store) channel(tenant string) string {
 
 // pubArgs are the first six arguments of every script (scripts/prelude.lua): how to
 // publish its event, the clock and the index margin.
-func (s *Store) pubArgs(tenant string, now time.Time) []any {
+func (s *core) pubArgs(tenant string, now time.Time) []any {
 	head := tenant + "\n" + `{"type":"` + string(protocol.FrameLock) + `","op":"`
 	tail := `,"at":"` + protocol.NewTime(now).String() + `"}`
 	return []any{s.publishCommand(), s.channel(tenant), head, tail, now.UnixMilli(), indexMargin.Milliseconds()}
 }
 
 // publishCommand is the command that publishes on a channel of the feed.
-func (s *Store) publishCommand() string {
+func (s *core) publishCommand() string {
 	if s.cluster != nil {
 		return "SPUBLISH"
 	}
@@ -117,7 +115,7 @@ func parseChange(tenant string, frame []byte) (Change, error) {
 // ctx is done; then it returns nil. It survives Redis outages and failovers,
 // resubscribing with backoff, and calls h.Resync once a lost subscription is back. It
 // joins every goroutine it starts before it returns.
-func (s *Store) RunFeed(ctx context.Context, h FeedHandler) error {
+func (s *Locks) RunFeed(ctx context.Context, h FeedHandler) error {
 	if s.cluster != nil {
 		s.runClusterFeed(ctx, h)
 		return nil
@@ -167,7 +165,7 @@ const (
 // and closes it. lost says the feed was lost before ps: the first subscription then
 // asks h for a resync. onPong, if set, is called on each PONG: Redis answers in order,
 // so a PONG after a run of SSUBSCRIBEs says they all took effect.
-func (s *Store) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, survive, lost bool, onPong func()) error {
+func (s *core) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, survive, lost bool, onPong func()) error {
 	defer ps.Close()
 	// A blocked Receive does not watch ctx; closing the PubSub ends it.
 	stop := context.AfterFunc(ctx, func() { ps.Close() })
@@ -239,7 +237,7 @@ func (s *Store) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, su
 	}
 }
 
-func (s *Store) feedLost(ctx context.Context, err error) {
+func (s *core) feedLost(ctx context.Context, err error) {
 	reason := classify(err)
 	s.met.failOpen.WithLabelValues(string(opSubscribe), string(reason)).Inc()
 	s.log.LogAttrs(ctx, slog.LevelWarn, "lock change feed lost; watchers will be resynced when it is back",
@@ -264,7 +262,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // (go-redis would resubscribe every channel of a PubSub in one SSUBSCRIBE, which Redis
 // refuses across slots), and h.Resync names only the tenants of those slots: the other
 // masters' connections, and their tenants' live events, are not disturbed.
-func (s *Store) runClusterFeed(ctx context.Context, h FeedHandler) {
+func (s *core) runClusterFeed(ctx context.Context, h FeedHandler) {
 	type shard struct {
 		slots []int
 		err   error
@@ -342,7 +340,7 @@ type slotGroup struct {
 
 // slotsByMaster groups slots by the master that serves them in the client's slot map;
 // unknown are those it names no master for.
-func (s *Store) slotsByMaster(ctx context.Context, slots []int) (groups []slotGroup, unknown []int, err error) {
+func (s *core) slotsByMaster(ctx context.Context, slots []int) (groups []slotGroup, unknown []int, err error) {
 	byAddr := map[string]int{}
 	for _, slot := range slots {
 		node, e := s.cluster.MasterForKey(ctx, s.slotChannel(slot))
@@ -363,14 +361,14 @@ func (s *Store) slotsByMaster(ctx context.Context, slots []int) (groups []slotGr
 }
 
 // slotChannel is the sharded channel of a slot.
-func (s *Store) slotChannel(slot int) string { return channelPrefix + s.tags[slot] + "}" }
+func (s *core) slotChannel(slot int) string { return channelPrefix + s.tags[slot] + "}" }
 
 // subscribeSlots subscribes to the channels of slots on node, one SSUBSCRIBE per slot
 // (a SSUBSCRIBE may not span slots), and receives until the connection fails or ctx
 // ends; it returns why. With resync, h.Resync names the slots' tenants once every
 // SSUBSCRIBE took effect: only then may watchers take fresh snapshots without missing
 // a change made in between.
-func (s *Store) subscribeSlots(ctx context.Context, node *redis.Client, slots []int, h FeedHandler, resync bool) error {
+func (s *core) subscribeSlots(ctx context.Context, node *redis.Client, slots []int, h FeedHandler, resync bool) error {
 	ps := node.SSubscribe(ctx)
 	for _, slot := range slots {
 		if err := ps.SSubscribe(ctx, s.slotChannel(slot)); err != nil {

@@ -86,7 +86,7 @@ func runFeed(t *testing.T, s *Store, via *Store, tenants ...string) *recorder {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.RunFeed(ctx, rec)
+		s.Locks.RunFeed(ctx, rec)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	// On a cluster each master's channels have a connection of their own: every
@@ -94,8 +94,8 @@ func runFeed(t *testing.T, s *Store, via *Store, tenants ...string) *recorder {
 	for _, tenant := range tenants {
 		probe := Ref{tenant, "ApprovalRequest", "probe"}
 		redistest.Eventually(t, "the feed of "+tenant+" is subscribed", func() bool {
-			via.Claim(ctx, probe, ada, "")
-			via.Release(ctx, probe, ada, "")
+			via.Locks.Claim(ctx, probe, ada, "")
+			via.Locks.Release(ctx, probe, ada, "")
 			return len(rec.of(tenant, "probe")) > 0
 		})
 	}
@@ -124,11 +124,11 @@ func testFeed(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) 
 	}
 
 	ref := Ref{tenant, "ApprovalRequest", "r-1"}
-	expect(t, protocol.OutcomeAcquired)(a.Claim(ctx, ref, ada, ""))
-	expect(t, protocol.OutcomeRenewed)(a.Claim(ctx, ref, ada, ""))
-	expect(t, protocol.OutcomeRenewed)(a.Renew(ctx, ref, ada, ""))
-	expect(t, protocol.OutcomeTakenOver)(b.Takeover(ctx, ref, margot, "", true))
-	expect(t, protocol.OutcomeReleased)(a.Release(ctx, ref, margot, ""))
+	expect(t, protocol.OutcomeAcquired)(a.Locks.Claim(ctx, ref, ada, ""))
+	expect(t, protocol.OutcomeRenewed)(a.Locks.Claim(ctx, ref, ada, ""))
+	expect(t, protocol.OutcomeRenewed)(a.Locks.Renew(ctx, ref, ada, ""))
+	expect(t, protocol.OutcomeTakenOver)(b.Locks.Takeover(ctx, ref, margot, "", true))
+	expect(t, protocol.OutcomeReleased)(a.Locks.Release(ctx, ref, margot, ""))
 	want := "Acquired Renewed Renewed TakenOver Released "
 	redistest.Eventually(t, "five events in order", func() bool { return len(rec.of(tenant, "r-1")) >= 5 })
 	evs := rec.of(tenant, "r-1")
@@ -174,7 +174,7 @@ func testFeed(t *testing.T, newClient func(t *testing.T) redis.UniversalClient) 
 
 // published is how many events of op s counted as published.
 func published(s *Store, op protocol.Op) int {
-	return int(testutil.ToFloat64(s.met.published.WithLabelValues(string(op))))
+	return int(testutil.ToFloat64(s.core.met.published.WithLabelValues(string(op))))
 }
 
 // testExpiredOnce: two instances sweep the same tenant; each lease that runs out is
@@ -198,14 +198,14 @@ func testExpiredOnce(t *testing.T, be backend) {
 				case <-sweepCtx.Done():
 					return
 				case <-tick.C:
-					s.Sweep(sweepCtx, tenant, "ApprovalRequest", 0)
+					s.Locks.Sweep(sweepCtx, tenant, "ApprovalRequest", 0)
 				}
 			}
 		})
 	}
 	const n = 5
 	for i := range n {
-		expect(t, protocol.OutcomeAcquired)(a.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("r-%d", i)}, grace, ""))
+		expect(t, protocol.OutcomeAcquired)(a.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("r-%d", i)}, grace, ""))
 	}
 	expired := func() int {
 		total := 0
@@ -231,7 +231,7 @@ func testExpiredOnce(t *testing.T, be backend) {
 	wg.Wait()
 	// Every sweeper's publish is done; a marker published now arrives after all of them.
 	marker := Ref{tenant, "ApprovalRequest", "marker"}
-	expect(t, protocol.OutcomeAcquired)(a.Claim(ctx, marker, ada, ""))
+	expect(t, protocol.OutcomeAcquired)(a.Locks.Claim(ctx, marker, ada, ""))
 	redistest.Eventually(t, "the marker arrives", func() bool { return len(rec.of(tenant, "marker")) > 0 })
 	if got := expired(); got != n {
 		t.Fatalf("%d Expired events for %d leases", got, n)
@@ -239,7 +239,7 @@ func testExpiredOnce(t *testing.T, be backend) {
 	if got := published(a, protocol.OpExpired) + published(b, protocol.OpExpired); got != n {
 		t.Fatalf("the sweepers counted %d Expired published for %d leases", got, n)
 	}
-	if left := must1(a.List(ctx, tenant, "ApprovalRequest")); len(left) != 1 {
+	if left := must1(a.Locks.List(ctx, tenant, "ApprovalRequest")); len(left) != 1 {
 		t.Fatalf("List after expiry = %+v, want only the marker", left)
 	}
 }
@@ -252,40 +252,40 @@ func testDetach(t *testing.T, newClient func(t *testing.T) redis.UniversalClient
 	tenant := fmt.Sprintf("detach-%d", time.Now().UnixNano())
 	ref := Ref{tenant, "ApprovalRequest", "r-1"}
 
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "tab-1"))
-	expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, ref, ada, "tab-2"))
-	expect(t, protocol.OutcomeNotHeld)(s.Detach(ctx, ref, ada, "tab-1", true))
-	if must1(s.Get(ctx, ref)) == nil {
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, "tab-1"))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, ref, ada, "tab-2"))
+	expect(t, protocol.OutcomeNotHeld)(s.Locks.Detach(ctx, ref, ada, "tab-1", true))
+	if must1(s.Locks.Get(ctx, ref)) == nil {
 		t.Fatal("closing one tab freed the lock the other tab holds")
 	}
-	r := expect(t, protocol.OutcomeReleased)(s.Detach(ctx, ref, ada, "tab-2", true))
+	r := expect(t, protocol.OutcomeReleased)(s.Locks.Detach(ctx, ref, ada, "tab-2", true))
 	if r.Lock == nil || r.Lock.HolderOID != ada.OID {
 		t.Fatalf("released lock %+v", r.Lock)
 	}
 
 	// Shutdown: forget the socket, keep the lock; the client reconnects and claims again.
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "old"))
-	expect(t, protocol.OutcomeNotHeld)(s.Detach(ctx, ref, ada, "old", false))
-	if must1(s.Get(ctx, ref)) == nil {
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, "old"))
+	expect(t, protocol.OutcomeNotHeld)(s.Locks.Detach(ctx, ref, ada, "old", false))
+	if must1(s.Locks.Get(ctx, ref)) == nil {
 		t.Fatal("a graceful shutdown released a lock")
 	}
-	expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, ref, ada, "new"))
-	expect(t, protocol.OutcomeReleased)(s.Detach(ctx, ref, ada, "new", true))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, ref, ada, "new"))
+	expect(t, protocol.OutcomeReleased)(s.Locks.Detach(ctx, ref, ada, "new", true))
 
 	// A socket of another user never releases Ada's lock, and a taken-over lock forgets
 	// the previous holder's sockets.
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "ada-tab"))
-	expect(t, protocol.OutcomeNotHeld)(s.Detach(ctx, ref, grace, "grace-tab", true))
-	expect(t, protocol.OutcomeTakenOver)(s.Takeover(ctx, ref, margot, "margot-tab", true))
-	expect(t, protocol.OutcomeNotHeld)(s.Detach(ctx, ref, ada, "ada-tab", true))
-	expect(t, protocol.OutcomeReleased)(s.Detach(ctx, ref, margot, "margot-tab", true))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, "ada-tab"))
+	expect(t, protocol.OutcomeNotHeld)(s.Locks.Detach(ctx, ref, grace, "grace-tab", true))
+	expect(t, protocol.OutcomeTakenOver)(s.Locks.Takeover(ctx, ref, margot, "margot-tab", true))
+	expect(t, protocol.OutcomeNotHeld)(s.Locks.Detach(ctx, ref, ada, "ada-tab", true))
+	expect(t, protocol.OutcomeReleased)(s.Locks.Detach(ctx, ref, margot, "margot-tab", true))
 
 	// A stale socket has no say over a lock claimed afresh since, here over HTTP.
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "stale"))
-	expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada, ""))
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, ""))
-	expect(t, protocol.OutcomeNotHeld)(s.Detach(ctx, ref, ada, "stale", true))
-	if must1(s.Get(ctx, ref)) == nil {
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, "stale"))
+	expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, ref, ada, ""))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, ""))
+	expect(t, protocol.OutcomeNotHeld)(s.Locks.Detach(ctx, ref, ada, "stale", true))
+	if must1(s.Locks.Get(ctx, ref)) == nil {
 		t.Fatal("a stale socket's detach released a lock claimed afresh")
 	}
 }
@@ -300,22 +300,22 @@ func testReleaseFromTab(t *testing.T, newClient func(t *testing.T) redis.Univers
 	ctx := ctxT(t)
 	ref := Ref{tenant, "ApprovalRequest", "r-1"}
 
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "tab-1"))
-	expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, ref, ada, "tab-2"))
-	if r := expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada, "tab-1")); r.Lock == nil || r.Lock.HolderOID != ada.OID {
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, "tab-1"))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, ref, ada, "tab-2"))
+	if r := expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, ref, ada, "tab-1")); r.Lock == nil || r.Lock.HolderOID != ada.OID {
 		t.Fatalf("tab 1's release answered %+v", r.Lock)
 	}
-	expect(t, protocol.OutcomeLocked)(s.Claim(ctx, ref, grace, "grace-tab")) // still Ada's, for tab 2
-	expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada, "tab-1"))   // tab 1 again: it has no share
-	expect(t, protocol.OutcomeRenewed)(s.Renew(ctx, ref, ada, "tab-2"))
-	expect(t, protocol.OutcomeReleased)(s.Release(ctx, ref, ada, "tab-2"))
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, grace, "grace-tab"))
+	expect(t, protocol.OutcomeLocked)(s.Locks.Claim(ctx, ref, grace, "grace-tab")) // still Ada's, for tab 2
+	expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, ref, ada, "tab-1"))   // tab 1 again: it has no share
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Renew(ctx, ref, ada, "tab-2"))
+	expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, ref, ada, "tab-2"))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, grace, "grace-tab"))
 
 	// Over HTTP the holder drops it whatever tabs use it.
 	http := Ref{tenant, "ApprovalRequest", "r-2"}
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, http, ada, "tab-1"))
-	expect(t, protocol.OutcomeReleased)(s.Release(ctx, http, ada, ""))
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, http, grace, ""))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, http, ada, "tab-1"))
+	expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, http, ada, ""))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, http, grace, ""))
 
 	redistest.Eventually(t, "the events of r-1 and r-2", func() bool {
 		return len(rec.of(tenant, "r-1")) >= 5 && len(rec.of(tenant, "r-2")) >= 3

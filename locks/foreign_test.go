@@ -32,7 +32,7 @@ func testOtherWriters(t *testing.T, b backend) {
 	sweep := func() {
 		t.Helper()
 		for _, s := range []*Store{a, bb} {
-			if err := s.Sweep(ctx, tenant, typ, 0); err != nil {
+			if err := s.Locks.Sweep(ctx, tenant, typ, 0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -70,21 +70,21 @@ func testOtherWriters(t *testing.T, b backend) {
 
 	var adaValue string
 	step(".NET claims for Ada", func() { adaValue = netClaim(ada)(); sweep() }, ev{protocol.OpAcquired, ada.OID, ""})
-	if l := must1(a.Get(ctx, ref)); l == nil || l.HolderOID != ada.OID {
+	if l := must1(a.Locks.Get(ctx, ref)); l == nil || l.HolderOID != ada.OID {
 		t.Fatalf("Get after the .NET claim = %+v", l)
 	}
 	step(".NET renews Ada's lock", func() {
-		l := must1(a.Get(ctx, ref))
+		l := must1(a.Locks.Get(ctx, ref))
 		if _, err := net.Renew(ctx, tenant, typ, ref.UID, ada.OID, ada.Name, l.AcquiredAt.Time); err != nil {
 			t.Fatal(err)
 		}
 		sweep()
 	}, ev{protocol.OpRenewed, ada.OID, ""})
-	expect(t, protocol.OutcomeLocked)(a.Claim(ctx, ref, grace, "tab-g")) // no change, no event
+	expect(t, protocol.OutcomeLocked)(a.Locks.Claim(ctx, ref, grace, "tab-g")) // no change, no event
 	step(".NET approves (releases)", func() { netRelease(ada); sweep() }, ev{protocol.OpReleased, ada.OID, ""})
 	step(".NET claims for Edsger, lockhub takes over at once", func() {
 		netClaim(edsger)()
-		expect(t, protocol.OutcomeTakenOver)(a.Takeover(ctx, ref, margot, "tab-m", true))
+		expect(t, protocol.OutcomeTakenOver)(a.Locks.Takeover(ctx, ref, margot, "tab-m", true))
 	}, ev{protocol.OpAcquired, edsger.OID, ""}, ev{protocol.OpTakenOver, margot.OID, edsger.OID})
 	step("another program puts Grace in Margaret's place", func() {
 		// Its own lease, 4 minutes: lockhub finds a change by the index score it moves, and
@@ -97,20 +97,20 @@ func testOtherWriters(t *testing.T, b backend) {
 	}, ev{protocol.OpTakenOver, grace.OID, margot.OID})
 	step(".NET releases Grace's, lockhub claims for Ada at once", func() {
 		netRelease(grace)
-		expect(t, protocol.OutcomeAcquired)(bb.Claim(ctx, ref, ada, "tab-a"))
+		expect(t, protocol.OutcomeAcquired)(bb.Locks.Claim(ctx, ref, ada, "tab-a"))
 		sweep()
 	}, ev{protocol.OpReleased, grace.OID, ""}, ev{protocol.OpAcquired, ada.OID, ""})
 	step("lockhub renews and releases", func() {
-		expect(t, protocol.OutcomeRenewed)(a.Renew(ctx, ref, ada, "tab-a"))
+		expect(t, protocol.OutcomeRenewed)(a.Locks.Renew(ctx, ref, ada, "tab-a"))
 		sweep()
-		expect(t, protocol.OutcomeReleased)(a.Release(ctx, ref, ada, "tab-a"))
+		expect(t, protocol.OutcomeReleased)(a.Locks.Release(ctx, ref, ada, "tab-a"))
 		sweep()
 	}, ev{protocol.OpRenewed, ada.OID, ""}, ev{protocol.OpReleased, ada.OID, ""})
 
 	// Every sweep's publish is done; a marker published now arrives after all of them,
 	// so nothing announced twice is still on its way.
 	marker := Ref{tenant, typ, "marker"}
-	expect(t, protocol.OutcomeAcquired)(a.Claim(ctx, marker, ada, ""))
+	expect(t, protocol.OutcomeAcquired)(a.Locks.Claim(ctx, marker, ada, ""))
 	redistest.Eventually(t, "the marker arrives", func() bool { return len(rec.of(tenant, "marker")) > 0 })
 	evs := rec.of(tenant, ref.UID)
 	var got []ev
@@ -141,10 +141,10 @@ func testOtherWriters(t *testing.T, b backend) {
 	// Counted as found: the five changes of other programs, each once.
 	var foreign int
 	for _, s := range []*Store{a, bb} {
-		foreign += int(testutil.ToFloat64(s.met.foreign.WithLabelValues("Acquired")) +
-			testutil.ToFloat64(s.met.foreign.WithLabelValues("Renewed")) +
-			testutil.ToFloat64(s.met.foreign.WithLabelValues("TakenOver")) +
-			testutil.ToFloat64(s.met.foreign.WithLabelValues("Released")))
+		foreign += int(testutil.ToFloat64(s.core.met.foreign.WithLabelValues("Acquired")) +
+			testutil.ToFloat64(s.core.met.foreign.WithLabelValues("Renewed")) +
+			testutil.ToFloat64(s.core.met.foreign.WithLabelValues("TakenOver")) +
+			testutil.ToFloat64(s.core.met.foreign.WithLabelValues("Released")))
 	}
 	if foreign != 6 {
 		t.Fatalf("the stores counted %d changes of other programs, want 6", foreign)
@@ -162,7 +162,7 @@ func testOtherWriters(t *testing.T, b backend) {
 	if b.advance != nil {
 		b.advance(time.Second)
 	} else {
-		redistest.Eventually(t, "the .NET lock runs out", func() bool { return must1(a.Get(ctx, exp)) == nil })
+		redistest.Eventually(t, "the .NET lock runs out", func() bool { return must1(a.Locks.Get(ctx, exp)) == nil })
 	}
 	redistest.Eventually(t, "Expired", func() bool {
 		sweep()
@@ -202,7 +202,7 @@ func testFeedExample(t *testing.T, b backend) {
 		t.Fatalf(".NET claim = %v, %v", ok, err)
 	}
 	// A watched tenant: the sweeper has run, which keeps the feed key.
-	if err := s.Sweep(ctx, tenant, typ, 0); err != nil {
+	if err := s.Locks.Sweep(ctx, tenant, typ, 0); err != nil {
 		t.Fatal(err)
 	}
 	redistest.Eventually(t, "the .NET claim announced", func() bool { return len(rec.of(tenant, "r-1")) == 1 })
@@ -214,10 +214,10 @@ func testFeedExample(t *testing.T, b backend) {
 		t.Fatalf("the example = %d, %v", n, err)
 	}
 	redistest.Eventually(t, "Released, without a sweep", func() bool { return len(rec.of(tenant, "r-1")) == 2 })
-	if err := s.Sweep(ctx, tenant, typ, 0); err != nil {
+	if err := s.Locks.Sweep(ctx, tenant, typ, 0); err != nil {
 		t.Fatal(err)
 	}
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, Ref{tenant, typ, "marker"}, ada, ""))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, typ, "marker"}, ada, ""))
 	redistest.Eventually(t, "the marker", func() bool { return len(rec.of(tenant, "marker")) == 1 })
 	evs := rec.of(tenant, "r-1")
 	if got := ops(evs); got != "Acquired Released " {

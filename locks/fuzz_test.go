@@ -40,7 +40,7 @@ func FuzzValidate(f *testing.F) {
 		ref := Ref{tenant, typ, uid}
 		if err := ref.Validate(); err != nil {
 			before := mr.DB(0).Keys()
-			if _, cerr := s.Claim(context.Background(), ref, protocol.Holder{OID: "u-x"}, "c"); cerr == nil {
+			if _, cerr := s.Locks.Claim(context.Background(), ref, protocol.Holder{OID: "u-x"}, "c"); cerr == nil {
 				t.Fatalf("Claim accepted %v that Validate refused", ref)
 			}
 			if after := mr.DB(0).Keys(); len(after) != len(before) {
@@ -49,8 +49,8 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		want := redistest.Slot("{" + tenant + "}")
-		for _, key := range []string{LockKey(ref), IndexKey(tenant, typ), ValuesKey(tenant, typ), seenKey(tenant, typ), ConnsKey(ref), s.channel(tenant), cs.channel(tenant)} {
-			if got := redistest.Slot(key); got != want && key != s.channel(tenant) {
+		for _, key := range []string{LockKey(ref), IndexKey(tenant, typ), ValuesKey(tenant, typ), seenKey(tenant, typ), ConnsKey(ref), s.core.channel(tenant), cs.core.channel(tenant)} {
+			if got := redistest.Slot(key); got != want && key != s.core.channel(tenant) {
 				t.Fatalf("key %q is in slot %d, its tenant's is %d", key, got, want)
 			}
 			if got := keySlot(key); got != redistest.Slot(key) {

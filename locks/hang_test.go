@@ -30,32 +30,32 @@ func TestFailOpenStandaloneHung(t *testing.T) {
 	s, _ := newStore(t, c, Config{Registerer: prometheus.NewRegistry()})
 	ctx := ctxT(t)
 	ref := Ref{"acme", "ApprovalRequest", "r-1001"}
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, "c1"))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, "c1"))
 
 	srv.Pause(t)
 	for _, tc := range []struct {
 		name string // the op label of the store's metrics
 		run  func(t *testing.T)
 	}{
-		{"claim", func(t *testing.T) { expect(t, protocol.OutcomeUnknown)(s.Claim(ctx, ref, grace, "")) }},
-		{"renew", func(t *testing.T) { expect(t, protocol.OutcomeUnknown)(s.Renew(ctx, ref, ada, "c1")) }},
-		{"release", func(t *testing.T) { expect(t, protocol.OutcomeUnknown)(s.Release(ctx, ref, ada, "")) }},
-		{"takeover", func(t *testing.T) { expect(t, protocol.OutcomeUnknown)(s.Takeover(ctx, ref, margot, "", true)) }},
+		{"claim", func(t *testing.T) { expect(t, protocol.OutcomeUnknown)(s.Locks.Claim(ctx, ref, grace, "")) }},
+		{"renew", func(t *testing.T) { expect(t, protocol.OutcomeUnknown)(s.Locks.Renew(ctx, ref, ada, "c1")) }},
+		{"release", func(t *testing.T) { expect(t, protocol.OutcomeUnknown)(s.Locks.Release(ctx, ref, ada, "")) }},
+		{"takeover", func(t *testing.T) { expect(t, protocol.OutcomeUnknown)(s.Locks.Takeover(ctx, ref, margot, "", true)) }},
 		{"get", func(t *testing.T) {
-			if l, err := s.Get(ctx, ref); l != nil || err != nil {
+			if l, err := s.Locks.Get(ctx, ref); l != nil || err != nil {
 				t.Fatalf("Get = %+v, %v; want no lock and no error", l, err)
 			}
-			if l, err := s.Lookup(ctx, ref); l != nil || !errors.Is(err, ErrUnavailable) {
+			if l, err := s.Locks.Lookup(ctx, ref); l != nil || !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("Lookup = %+v, %v; want ErrUnavailable", l, err)
 			}
 		}},
 		{"list", func(t *testing.T) {
-			if l, err := s.List(ctx, "acme", "ApprovalRequest"); len(l) != 0 || err != nil {
+			if l, err := s.Locks.List(ctx, "acme", "ApprovalRequest"); len(l) != 0 || err != nil {
 				t.Fatalf("List = %+v, %v; want no locks", l, err)
 			}
 		}},
 		{"mine", func(t *testing.T) {
-			if l, err := s.Mine(ctx, "acme", ada.OID); len(l) != 0 || err != nil {
+			if l, err := s.Locks.Mine(ctx, "acme", ada.OID); len(l) != 0 || err != nil {
 				t.Fatalf("Mine = %+v, %v; want no locks", l, err)
 			}
 		}},
@@ -71,7 +71,7 @@ func TestFailOpenStandaloneHung(t *testing.T) {
 			if d := time.Since(start); d > bound {
 				t.Errorf("%s took %s with Redis hung, bound %s a call", tc.name, d, failOpenBound)
 			}
-			if got := testutil.ToFloat64(s.met.failOpen.WithLabelValues(tc.name, string(ReasonTimeout))); got < 1 {
+			if got := testutil.ToFloat64(s.core.met.failOpen.WithLabelValues(tc.name, string(ReasonTimeout))); got < 1 {
 				t.Errorf("%s: fail-open not counted as a timeout", tc.name)
 			}
 		})
@@ -80,7 +80,7 @@ func TestFailOpenStandaloneHung(t *testing.T) {
 	// The store's own Timeout bounds a call, below the client's socket timeouts.
 	quick, _ := newStore(t, c, Config{Timeout: 100 * time.Millisecond, Registerer: prometheus.NewRegistry()})
 	start := time.Now()
-	expect(t, protocol.OutcomeUnknown)(quick.Claim(ctx, ref, grace, ""))
+	expect(t, protocol.OutcomeUnknown)(quick.Locks.Claim(ctx, ref, grace, ""))
 	if d := time.Since(start); d >= ClientTimeout {
 		t.Errorf("a claim with Timeout 100ms took %s with Redis hung: the client's %s, not the store's", d, ClientTimeout)
 	}
@@ -89,15 +89,15 @@ func TestFailOpenStandaloneHung(t *testing.T) {
 	n := 0
 	redistest.Eventually(t, "claims work after Redis resumes", func() bool {
 		n++
-		r, err := s.Claim(ctx, Ref{"acme", "ApprovalRequest", fmt.Sprintf("after-%d", n)}, grace, "")
+		r, err := s.Locks.Claim(ctx, Ref{"acme", "ApprovalRequest", fmt.Sprintf("after-%d", n)}, grace, "")
 		return err == nil && r.Outcome == protocol.OutcomeAcquired
 	})
 	after := Ref{"acme", "ApprovalRequest", fmt.Sprintf("after-%d", n)}
-	expect(t, protocol.OutcomeLocked)(s.Claim(ctx, after, ada, ""))
-	if l := must1(s.Lookup(ctx, after)); l == nil || l.HolderOID != grace.OID {
+	expect(t, protocol.OutcomeLocked)(s.Locks.Claim(ctx, after, ada, ""))
+	if l := must1(s.Locks.Lookup(ctx, after)); l == nil || l.HolderOID != grace.OID {
 		t.Fatalf("Lookup after resume = %+v, want Grace's lock", l)
 	}
-	if mine := must1(s.Mine(ctx, "acme", grace.OID)); len(mine) == 0 {
+	if mine := must1(s.Locks.Mine(ctx, "acme", grace.OID)); len(mine) == 0 {
 		t.Fatal("Mine after resume is empty")
 	}
 }
@@ -117,12 +117,12 @@ func TestFeedStandaloneHung(t *testing.T) {
 	ctx := ctxT(t)
 
 	srv.Pause(t)
-	lost := s.met.failOpen.WithLabelValues(string(opSubscribe), string(ReasonConnection))
+	lost := s.core.met.failOpen.WithLabelValues(string(opSubscribe), string(ReasonConnection))
 	redistest.Eventually(t, "the feed counts its silent connection as lost", func() bool { return testutil.ToFloat64(lost) >= 1 })
 	srv.Resume(t)
 	ref := Ref{"acme", "ApprovalRequest", "after-hang"}
 	redistest.Eventually(t, "the feed resyncs and delivers again", func() bool {
-		s.Claim(ctx, ref, ada, "")
+		s.Locks.Claim(ctx, ref, ada, "")
 		return rec.resyncedFor("acme") && len(rec.of("acme", ref.UID)) > 0
 	})
 }

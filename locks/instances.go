@@ -38,17 +38,9 @@ import (
 // These keys are not the tenants': they live in their own slots on a cluster, and no
 // script mixes them with a tenant's keys (every call here is a plain command).
 
-const (
-	instancesKey = "lockhub:instances"
-	reapedKey    = "lockhub:reaped" // instance id -> when its holdings are due for detaching
-)
-
-// heldKey returns the key of an instance's holdings: lockhub:held:{<instance>}.
-func heldKey(instance string) string { return "lockhub:held:{" + instance + "}" }
-
 // serverNow reads the clock of the Redis server that holds lockhub:instances (now.lua
 // runs where its key lives), which scores and judges every instance's liveness.
-func (s *Store) serverNow(ctx context.Context) (time.Time, error) {
+func (s *core) serverNow(ctx context.Context) (time.Time, error) {
 	ms, err := s.sc.now.Run(ctx, s.rdb, []string{instancesKey}).Int64()
 	if err != nil {
 		return time.Time{}, err
@@ -59,7 +51,7 @@ func (s *Store) serverNow(ctx context.Context) (time.Time, error) {
 // instanceKeysTTL bounds how long the liveness records and holdings outlive the last
 // instance that refreshed them: with every instance dead, nobody reaps, and the locks
 // ran out long before.
-func (s *Store) instanceKeysTTL() time.Duration { return 2*s.lease + indexMargin }
+func (s *core) instanceKeysTTL() time.Duration { return 2*s.lease + indexMargin }
 
 // Holding is one lock claimed through one socket of an instance.
 type Holding struct {
@@ -103,7 +95,7 @@ type Liveness struct {
 
 // Heartbeat refreshes instance's liveness record and keeps its holdings alive, and
 // reports what was missing.
-func (s *Store) Heartbeat(ctx context.Context, instance string) (Liveness, error) {
+func (s *Instances) Heartbeat(ctx context.Context, instance string) (Liveness, error) {
 	if !validInstance(instance) {
 		return Liveness{}, fmt.Errorf("locks: instance id %q is not valid", instance)
 	}
@@ -122,8 +114,7 @@ func (s *Store) Heartbeat(ctx context.Context, instance string) (Liveness, error
 		return nil
 	})
 	if err != nil {
-		s.failOpen(ctx, opInstances, err)
-		return Liveness{}, err
+		return Liveness{}, s.unavailable(ctx, opInstances, err)
 	}
 	n, err := added.Int()
 	if err != nil {
@@ -134,7 +125,7 @@ func (s *Store) Heartbeat(ctx context.Context, instance string) (Liveness, error
 
 // ReplaceHoldings makes all the holdings of instance, whatever Redis had: after a
 // reap of a live instance, or a change that could not be written.
-func (s *Store) ReplaceHoldings(ctx context.Context, instance string, all []Holding) error {
+func (s *Instances) ReplaceHoldings(ctx context.Context, instance string, all []Holding) error {
 	if !validInstance(instance) {
 		return fmt.Errorf("locks: instance id %q is not valid", instance)
 	}
@@ -150,13 +141,13 @@ func (s *Store) ReplaceHoldings(ctx context.Context, instance string, all []Hold
 		return nil
 	})
 	if err != nil {
-		s.failOpen(ctx, opInstances, err)
+		return s.unavailable(ctx, opInstances, err)
 	}
-	return err
+	return nil
 }
 
 // UpdateHoldings adds and removes holdings of instance, in one round trip.
-func (s *Store) UpdateHoldings(ctx context.Context, instance string, add, remove []Holding) error {
+func (s *Instances) UpdateHoldings(ctx context.Context, instance string, add, remove []Holding) error {
 	if !validInstance(instance) {
 		return fmt.Errorf("locks: instance id %q is not valid", instance)
 	}
@@ -177,9 +168,9 @@ func (s *Store) UpdateHoldings(ctx context.Context, instance string, add, remove
 		return nil
 	})
 	if err != nil {
-		s.failOpen(ctx, opInstances, err)
+		return s.unavailable(ctx, opInstances, err)
 	}
-	return err
+	return nil
 }
 
 func members(hs []Holding) []any {
@@ -192,7 +183,7 @@ func members(hs []Holding) []any {
 
 // Leave removes instance's liveness record and its holdings: a graceful shutdown,
 // which has detached its sockets already.
-func (s *Store) Leave(ctx context.Context, instance string) error {
+func (s *Instances) Leave(ctx context.Context, instance string) error {
 	if !validInstance(instance) {
 		return fmt.Errorf("locks: instance id %q is not valid", instance)
 	}
@@ -204,9 +195,9 @@ func (s *Store) Leave(ctx context.Context, instance string) error {
 		return nil
 	})
 	if err != nil {
-		s.failOpen(ctx, opInstances, err)
+		return s.unavailable(ctx, opInstances, err)
 	}
-	return err
+	return nil
 }
 
 // DeadInstance is an instance whose liveness record ran out, and what its sockets held.
@@ -221,20 +212,18 @@ type DeadInstance struct {
 // for detaching grace later (DueReaped). They stay in Redis until then, so that a
 // reaper that stops or dies meanwhile leaves them to the others. Each is returned with
 // its holdings, for the caller to Forget.
-func (s *Store) Reap(ctx context.Context, timeout, grace time.Duration) ([]DeadInstance, error) {
+func (s *Instances) Reap(ctx context.Context, timeout, grace time.Duration) ([]DeadInstance, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	now, err := s.serverNow(ctx)
 	if err != nil {
-		s.failOpen(ctx, opInstances, err)
-		return nil, err
+		return nil, s.unavailable(ctx, opInstances, err)
 	}
 	dead, err := s.rdb.ZRangeByScoreWithScores(ctx, instancesKey, &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(now.Add(-timeout).UnixMilli(), 10), Count: 100,
 	}).Result()
 	if err != nil {
-		s.failOpen(ctx, opInstances, err)
-		return nil, err
+		return nil, s.unavailable(ctx, opInstances, err)
 	}
 	var out []DeadInstance
 	var errs []error
@@ -270,8 +259,7 @@ func (s *Store) Reap(ctx context.Context, timeout, grace time.Duration) ([]DeadI
 		out = append(out, d)
 	}
 	if err := errors.Join(errs...); err != nil {
-		s.failOpen(ctx, opInstances, err)
-		return out, err
+		return out, s.unavailable(ctx, opInstances, err)
 	}
 	return out, nil
 }
@@ -282,20 +270,18 @@ func (s *Store) Reap(ctx context.Context, timeout, grace time.Duration) ([]DeadI
 // Redis failed) is due again for the next. An instance that refreshed its record
 // since it was reaped (it lived, cut off from Redis for a while) is not dead: its mark
 // is dropped and it is not returned.
-func (s *Store) DueReaped(ctx context.Context, turn time.Duration) ([]DeadInstance, error) {
+func (s *Instances) DueReaped(ctx context.Context, turn time.Duration) ([]DeadInstance, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	now, err := s.serverNow(ctx)
 	if err != nil {
-		s.failOpen(ctx, opInstances, err)
-		return nil, err
+		return nil, s.unavailable(ctx, opInstances, err)
 	}
 	due, err := s.rdb.ZRangeByScore(ctx, reapedKey, &redis.ZRangeBy{
 		Min: "-inf", Max: strconv.FormatInt(now.UnixMilli(), 10), Count: 100,
 	}).Result()
 	if err != nil {
-		s.failOpen(ctx, opInstances, err)
-		return nil, err
+		return nil, s.unavailable(ctx, opInstances, err)
 	}
 	var out []DeadInstance
 	var errs []error
@@ -328,14 +314,13 @@ func (s *Store) DueReaped(ctx context.Context, turn time.Duration) ([]DeadInstan
 		out = append(out, DeadInstance{ID: id, Holdings: hs})
 	}
 	if err := errors.Join(errs...); err != nil {
-		s.failOpen(ctx, opInstances, err)
-		return out, err
+		return out, s.unavailable(ctx, opInstances, err)
 	}
 	return out, nil
 }
 
 // holdings reads instance's holdings; one that does not parse is not ours and is left.
-func (s *Store) holdings(ctx context.Context, instance string) ([]Holding, error) {
+func (s *core) holdings(ctx context.Context, instance string) ([]Holding, error) {
 	ms, err := s.rdb.SMembers(ctx, heldKey(instance)).Result()
 	if err != nil {
 		return nil, err
@@ -351,19 +336,19 @@ func (s *Store) holdings(ctx context.Context, instance string) ([]Holding, error
 
 // Alive reports whether instance has a liveness record: one reaped that lived writes
 // it again at its next heartbeat.
-func (s *Store) Alive(ctx context.Context, instance string) (bool, error) {
+func (s *Instances) Alive(ctx context.Context, instance string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	alive, err := s.alive(ctx, instance)
 	if err != nil {
-		s.failOpen(ctx, opInstances, err)
+		return false, s.unavailable(ctx, opInstances, err)
 	}
-	return alive, err
+	return alive, nil
 }
 
 // alive is Alive without the deadline and the fail-open report, for callers that
 // make their own.
-func (s *Store) alive(ctx context.Context, instance string) (bool, error) {
+func (s *core) alive(ctx context.Context, instance string) (bool, error) {
 	err := s.rdb.ZScore(ctx, instancesKey, instance).Err()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
@@ -376,7 +361,7 @@ func (s *Store) alive(ctx context.Context, instance string) (bool, error) {
 // the instance is found dead: where the holder also uses the lock from a live socket,
 // the dead one no longer counts for the two-tab rule, so that the live one's release
 // is its last; where it is the last, it stays for the detach a grace later.
-func (s *Store) Forget(ctx context.Context, h Holding) (bool, error) {
+func (s *Instances) Forget(ctx context.Context, h Holding) (bool, error) {
 	if err := h.Ref.Validate(); err != nil {
 		return false, err
 	}
@@ -384,8 +369,7 @@ func (s *Store) Forget(ctx context.Context, h Holding) (bool, error) {
 	defer cancel()
 	n, err := s.sc.forget.Run(ctx, s.rdb, []string{ConnsKey(h.Ref)}, h.Conn).Int()
 	if err != nil {
-		s.failOpen(ctx, opInstances, err)
-		return false, err
+		return false, s.unavailable(ctx, opInstances, err)
 	}
 	return n == 1, nil
 }
@@ -393,7 +377,7 @@ func (s *Store) Forget(ctx context.Context, h Holding) (bool, error) {
 // Reattach puts the socket of a holding back into its lock's sockets, while the lock
 // is still its holder's, and reports whether it did (reattach.lua): for an instance
 // that finds it was taken for dead while it lived, whose sockets the reaper forgot.
-func (s *Store) Reattach(ctx context.Context, h Holding) (bool, error) {
+func (s *Instances) Reattach(ctx context.Context, h Holding) (bool, error) {
 	if err := h.Ref.Validate(); err != nil {
 		return false, err
 	}
@@ -401,14 +385,13 @@ func (s *Store) Reattach(ctx context.Context, h Holding) (bool, error) {
 	defer cancel()
 	n, err := s.sc.reattach.Run(ctx, s.rdb, []string{LockKey(h.Ref), ConnsKey(h.Ref)}, h.Holder, h.Conn).Int()
 	if err != nil {
-		s.failOpen(ctx, opInstances, err)
-		return false, err
+		return false, s.unavailable(ctx, opInstances, err)
 	}
 	return n == 1, nil
 }
 
 // FinishReap forgets a dead instance whose holdings were detached.
-func (s *Store) FinishReap(ctx context.Context, instance string) error {
+func (s *Instances) FinishReap(ctx context.Context, instance string) error {
 	if !validInstance(instance) {
 		return fmt.Errorf("locks: instance id %q is not valid", instance)
 	}
@@ -420,7 +403,7 @@ func (s *Store) FinishReap(ctx context.Context, instance string) error {
 		return nil
 	})
 	if err != nil {
-		s.failOpen(ctx, opInstances, err)
+		return s.unavailable(ctx, opInstances, err)
 	}
-	return err
+	return nil
 }

@@ -17,15 +17,15 @@ import (
 func testReap(t *testing.T, b backend) {
 	c := b.client(t)
 	s, _ := newStore(t, c, Config{})
-	advance := func(d time.Duration) { s.shift += d }
+	advance := func(d time.Duration) { s.core.shift += d }
 	ctx := ctxT(t)
 	const timeout, grace, turn = time.Second, 2 * time.Second, 3 * time.Second
 	h := Holding{Ref: Ref{"acme", "ApprovalRequest", "r-1"}, Holder: "u-ada", Conn: "c-1"}
 	for _, id := range []string{"i-dead", "i-back"} {
-		if _, err := s.Heartbeat(ctx, id); err != nil {
+		if _, err := s.Instances.Heartbeat(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.UpdateHoldings(ctx, id, []Holding{h}, nil); err != nil {
+		if err := s.Instances.UpdateHoldings(ctx, id, []Holding{h}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,11 +41,11 @@ func testReap(t *testing.T, b backend) {
 		slices.Sort(out)
 		return out
 	}
-	if got := ids(s.Reap(ctx, timeout, grace)); len(got) != 0 {
+	if got := ids(s.Instances.Reap(ctx, timeout, grace)); len(got) != 0 {
 		t.Fatalf("fresh records reaped: %v", got)
 	}
 	advance(timeout + time.Millisecond)
-	reaped, err := s.Reap(ctx, timeout, grace)
+	reaped, err := s.Instances.Reap(ctx, timeout, grace)
 	if got := ids(reaped, err); !slices.Equal(got, []string{"i-back", "i-dead"}) {
 		t.Fatalf("Reap = %v, want both stale records", got)
 	}
@@ -54,48 +54,48 @@ func testReap(t *testing.T, b backend) {
 			t.Fatalf("Reap gave %s's holdings as %+v, want %+v", d.ID, d.Holdings, h)
 		}
 	}
-	if got := ids(s.Reap(ctx, timeout, grace)); len(got) != 0 {
+	if got := ids(s.Instances.Reap(ctx, timeout, grace)); len(got) != 0 {
 		t.Fatalf("a record taken twice: %v", got)
 	}
-	if alive, err := s.Alive(ctx, "i-back"); err != nil || alive {
+	if alive, err := s.Instances.Alive(ctx, "i-back"); err != nil || alive {
 		t.Fatalf("Alive of a reaped instance = %v, %v; want false", alive, err)
 	}
 	// i-back lives: its next heartbeat finds its record gone.
-	if l, err := s.Heartbeat(ctx, "i-back"); err != nil || !l.RecordMissing || l.HoldingsMissing {
+	if l, err := s.Instances.Heartbeat(ctx, "i-back"); err != nil || !l.RecordMissing || l.HoldingsMissing {
 		t.Fatalf("Heartbeat of a reaped instance = %+v, %v; want its record missing, its holdings kept", l, err)
 	}
-	if alive, err := s.Alive(ctx, "i-back"); err != nil || !alive {
+	if alive, err := s.Instances.Alive(ctx, "i-back"); err != nil || !alive {
 		t.Fatalf("Alive after its heartbeat = %v, %v; want true", alive, err)
 	}
-	if got := ids(s.DueReaped(ctx, turn)); len(got) != 0 {
+	if got := ids(s.Instances.DueReaped(ctx, turn)); len(got) != 0 {
 		t.Fatalf("due within the grace: %v", got)
 	}
 	advance(grace)
-	due, err := s.DueReaped(ctx, turn)
+	due, err := s.Instances.DueReaped(ctx, turn)
 	if got := ids(due, err); !slices.Equal(got, []string{"i-dead"}) {
 		t.Fatalf("DueReaped after the grace = %v, want i-dead alone (i-back lives)", got)
 	}
 	if !slices.Equal(due[0].Holdings, []Holding{h}) {
 		t.Fatalf("holdings %+v, want %+v", due[0].Holdings, h)
 	}
-	if got := ids(s.DueReaped(ctx, turn)); len(got) != 0 {
+	if got := ids(s.Instances.DueReaped(ctx, turn)); len(got) != 0 {
 		t.Fatalf("taken again within its turn: %v", got)
 	}
 	advance(turn)
-	if got := ids(s.DueReaped(ctx, turn)); !slices.Equal(got, []string{"i-dead"}) {
+	if got := ids(s.Instances.DueReaped(ctx, turn)); !slices.Equal(got, []string{"i-dead"}) {
 		t.Fatalf("after an unfinished turn DueReaped = %v, want i-dead again", got)
 	}
-	if err := s.FinishReap(ctx, "i-dead"); err != nil {
+	if err := s.Instances.FinishReap(ctx, "i-dead"); err != nil {
 		t.Fatal(err)
 	}
 	advance(10 * turn)
-	if got := ids(s.DueReaped(ctx, turn)); len(got) != 0 {
+	if got := ids(s.Instances.DueReaped(ctx, turn)); len(got) != 0 {
 		t.Fatalf("a finished reap is due again: %v", got)
 	}
 	if n := c.Exists(ctx, heldKey("i-dead")).Val(); n != 0 {
 		t.Fatal("a finished reap left the dead instance's holdings")
 	}
-	if l, err := s.Heartbeat(ctx, "i-dead"); err != nil || !l.RecordMissing || !l.HoldingsMissing {
+	if l, err := s.Instances.Heartbeat(ctx, "i-dead"); err != nil || !l.RecordMissing || !l.HoldingsMissing {
 		t.Fatalf("Heartbeat after a finished reap = %+v, %v; want the record and the holdings missing", l, err)
 	}
 	if n := c.SCard(ctx, heldKey("i-back")).Val(); n != 1 {
@@ -112,12 +112,12 @@ func testForget(t *testing.T, b backend) {
 	ctx := ctxT(t)
 	two := Ref{"acme", "ApprovalRequest", "r-forget-1"} // the dead tab and a live one
 	one := Ref{"acme", "ApprovalRequest", "r-forget-2"} // the dead tab alone
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, two, ada, "c-dead"))
-	expect(t, protocol.OutcomeRenewed)(s.Claim(ctx, two, ada, "c-live"))
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, one, ada, "c-dead"))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, two, ada, "c-dead"))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, two, ada, "c-live"))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, one, ada, "c-dead"))
 	forget := func(r Ref, conn string, want bool) {
 		t.Helper()
-		if got, err := s.Forget(ctx, Holding{Ref: r, Holder: ada.OID, Conn: conn}); err != nil || got != want {
+		if got, err := s.Instances.Forget(ctx, Holding{Ref: r, Holder: ada.OID, Conn: conn}); err != nil || got != want {
 			t.Fatalf("Forget(%s, %s) = %v, %v; want %v", r.UID, conn, got, err, want)
 		}
 	}
@@ -135,7 +135,7 @@ func testForget(t *testing.T, b backend) {
 	// lock is its holder's; the sockets then live as long as the lease.
 	reattach := func(r Ref, oid, conn string, want bool) {
 		t.Helper()
-		if got, err := s.Reattach(ctx, Holding{Ref: r, Holder: oid, Conn: conn}); err != nil || got != want {
+		if got, err := s.Instances.Reattach(ctx, Holding{Ref: r, Holder: oid, Conn: conn}); err != nil || got != want {
 			t.Fatalf("Reattach(%s, %s, %s) = %v, %v; want %v", r.UID, oid, conn, got, err, want)
 		}
 	}
@@ -151,14 +151,14 @@ func testForget(t *testing.T, b backend) {
 	}
 	forget(two, "c-dead", true)
 	// The live tab's release is now the last: the lock goes.
-	expect(t, protocol.OutcomeReleased)(s.Release(ctx, two, ada, "c-live"))
+	expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, two, ada, "c-live"))
 	if n := c.Exists(ctx, LockKey(two)).Val(); n != 0 {
 		t.Fatalf("%s kept after its last live socket released it", two.UID)
 	}
-	if l, err := s.Get(ctx, one); err != nil || l == nil || l.HolderOID != ada.OID {
+	if l, err := s.Locks.Get(ctx, one); err != nil || l == nil || l.HolderOID != ada.OID {
 		t.Fatalf("%s after Forget: %+v, %v; want Ada's lock untouched", one.UID, l, err)
 	}
-	if _, err := s.Forget(ctx, Holding{Ref: Ref{"acme", "ApprovalRequest", "bad uid"}, Conn: "c-dead"}); err == nil {
+	if _, err := s.Instances.Forget(ctx, Holding{Ref: Ref{"acme", "ApprovalRequest", "bad uid"}, Conn: "c-dead"}); err == nil {
 		t.Fatal("Forget took an invalid ref")
 	}
 }
@@ -174,11 +174,11 @@ func testSkewedClocks(t *testing.T, b backend) {
 	behind, _ := newStore(t, c, Config{Now: func() time.Time { return time.Now().Add(-time.Hour) }})
 	ctx := ctxT(t)
 	for _, s := range []*Store{ahead, behind} {
-		if _, err := s.Heartbeat(ctx, "i-skewed"); err != nil {
+		if _, err := s.Instances.Heartbeat(ctx, "i-skewed"); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range []*Store{ahead, behind} {
-			if dead, err := r.Reap(ctx, time.Minute, time.Second); err != nil || len(dead) != 0 {
+			if dead, err := r.Instances.Reap(ctx, time.Minute, time.Second); err != nil || len(dead) != 0 {
 				t.Fatalf("Reap by a skewed clock = %+v, %v; want no live instance taken", dead, err)
 			}
 		}
@@ -187,9 +187,9 @@ func testSkewedClocks(t *testing.T, b backend) {
 	ref := Ref{"skew-" + b.name, "ApprovalRequest", "r-1"}
 	viewers := func(s *Store, want string) {
 		t.Helper()
-		got, _, ok, err := s.RefreshViews(ctx, ref, time.Minute)
-		if err != nil || !ok || oids(got) != want {
-			t.Fatalf("viewers %q (ok %v, %v), want %q", oids(got), ok, err, want)
+		got, _, err := s.Presence.RefreshViews(ctx, ref, time.Minute)
+		if err != nil || oids(got) != want {
+			t.Fatalf("viewers %q (%v), want %q", oids(got), err, want)
 		}
 	}
 	for _, v := range []struct {
@@ -197,14 +197,14 @@ func testSkewedClocks(t *testing.T, b backend) {
 		who  protocol.Holder
 		conn string
 	}{{ahead, ada, "c-ada"}, {behind, grace, "c-grace"}} {
-		if _, err := v.s.View(ctx, ref, View{Conn: v.conn, Viewer: protocol.Viewer{OID: v.who.OID, Name: v.who.Name, Since: protocol.NewTime(time.Now())}}, time.Minute); err != nil {
+		if _, err := v.s.Presence.View(ctx, ref, View{Conn: v.conn, Viewer: protocol.Viewer{OID: v.who.OID, Name: v.who.Name, Since: protocol.NewTime(time.Now())}}, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
 	viewers(ahead, "u-ada u-grace")
 	viewers(behind, "u-ada u-grace")
 	for _, s := range []*Store{ahead, behind} {
-		s.shift = 2 * time.Minute // both views ran out on the server
+		s.core.shift = 2 * time.Minute // both views ran out on the server
 	}
 	viewers(ahead, "")
 }

@@ -17,17 +17,17 @@ import (
 // encoded every lock again, a third of a watch's cost on the hub. Values are compared
 // as stored, so a lock that changed, whoever wrote it, is decoded again; when none
 // did, the last read's array is answered again, so the caller must not modify it.
-func (s *Store) ListJSON(ctx context.Context, tenant, entityType string) ([]byte, error) {
+func (s *Locks) ListJSON(ctx context.Context, tenant, entityType string) ([]byte, error) {
 	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
 		return nil, err
 	}
-	b, ok := runOp(ctx, s, opList, func(ctx context.Context) ([]byte, error) {
+	b, ok := runOp(ctx, s.core, opList, func(ctx context.Context) ([]byte, error) {
 		keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType)}
 		values, err := s.sc.list.Run(ctx, s.rdb, keys, lockKeyPrefix(tenant, entityType)).Slice()
 		if err != nil {
 			return nil, err
 		}
-		return s.encoded.encode(ctx, s, typeKey{tenant, entityType}, values), nil
+		return s.encoded.encode(ctx, s.core, typeKey{tenant, entityType}, values), nil
 	}, func([]byte) outcomeLabel { return labelListed })
 	if !ok {
 		return []byte("[]"), nil // failing open answers no locks
@@ -61,7 +61,7 @@ const encodedKeep = time.Minute
 // encode returns values (stored lock values; a nil is skipped) as a JSON array of
 // protocol.Lock, decoding and encoding only the values the type's last read lacked, and
 // keeps this read's values for the next one.
-func (e *encodedValues) encode(ctx context.Context, s *Store, key typeKey, values []any) []byte {
+func (e *encodedValues) encode(ctx context.Context, s *core, key typeKey, values []any) []byte {
 	e.mu.Lock()
 	prev := e.types[key]
 	e.mu.Unlock()

@@ -28,18 +28,18 @@ func testListJSON(t *testing.T, b backend) {
 	r := func(uid string) Ref { return Ref{tenant, typ, uid} }
 	net := redistest.DotNet{C: c}
 	counts := func() (decoded, known float64) {
-		return testutil.ToFloat64(s.met.listValues.WithLabelValues(listDecoded)), testutil.ToFloat64(s.met.listValues.WithLabelValues(listKnown))
+		return testutil.ToFloat64(s.core.met.listValues.WithLabelValues(listDecoded)), testutil.ToFloat64(s.core.met.listValues.WithLabelValues(listKnown))
 	}
 	// check compares ListJSON with List, and the values it decoded and knew with want.
 	check := func(step string, wantDecoded, wantKnown float64) {
 		t.Helper()
 		d0, k0 := counts()
-		got, err := s.ListJSON(ctx, tenant, typ)
+		got, err := s.Locks.ListJSON(ctx, tenant, typ)
 		if err != nil {
 			t.Fatal(err)
 		}
 		d1, k1 := counts()
-		list, err := s.List(ctx, tenant, typ)
+		list, err := s.Locks.List(ctx, tenant, typ)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,14 +57,14 @@ func testListJSON(t *testing.T, b backend) {
 
 	check("no locks", 0, 0)
 	for _, uid := range []string{"r-1", "r-2", "r-3"} {
-		expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, r(uid), ada, ""))
+		expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, r(uid), ada, ""))
 	}
 	if ok, _, err := net.Claim(ctx, tenant, typ, "r-net", grace.OID, grace.Name); err != nil || !ok {
 		t.Fatalf(".NET claim = %v, %v", ok, err)
 	}
 	check("first read", 4, 0)
 	check("nothing changed", 0, 4)
-	expect(t, protocol.OutcomeRenewed)(s.Renew(ctx, r("r-2"), ada, ""))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Renew(ctx, r("r-2"), ada, ""))
 	check("one renewed", 1, 3)
 	check("nothing changed since the renewal", 0, 4)
 	if ok, err := net.Release(ctx, tenant, typ, "r-net", grace.OID); err != nil || !ok {
@@ -82,11 +82,11 @@ func testListJSON(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	check("a value that is not a lock", 0, 3)
-	expect(t, protocol.OutcomeReleased)(s.Release(ctx, r("r-1"), ada, ""))
+	expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, r("r-1"), ada, ""))
 	check("one released", 0, 2)
 	check("nothing changed since the release", 0, 2)
-	first, _ := s.ListJSON(ctx, tenant, typ)
-	again, _ := s.ListJSON(ctx, tenant, typ)
+	first, _ := s.Locks.ListJSON(ctx, tenant, typ)
+	again, _ := s.Locks.ListJSON(ctx, tenant, typ)
 	if len(first) == 0 || &first[0] != &again[0] {
 		t.Fatal("ListJSON built the array again though nothing changed")
 	}
@@ -112,7 +112,7 @@ func testListJSON(t *testing.T, b backend) {
 	}
 	start := time.Now()
 	before, ttlBefore := dump()
-	got, err := s.ListJSON(ctx, tenant, typ)
+	got, err := s.Locks.ListJSON(ctx, tenant, typ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func testListJSON(t *testing.T, b backend) {
 			t.Errorf("ListJSON changed the TTL of %s: %v, then %v", k, b, a)
 		}
 	}
-	list, err := s.List(ctx, tenant, typ) // sweeps: puts the index back
+	list, err := s.Locks.List(ctx, tenant, typ) // sweeps: puts the index back
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func testListJSON(t *testing.T, b backend) {
 	if len(list) != 2 || !slices.Equal(listed, list) {
 		t.Fatalf("with the index gone ListJSON = %+v, List = %+v, want r-2 and r-3", listed, list)
 	}
-	if got, err := s.ListJSON(ctx, "nobody", typ); err != nil || string(got) != "[]" {
+	if got, err := s.Locks.ListJSON(ctx, "nobody", typ); err != nil || string(got) != "[]" {
 		t.Fatalf("ListJSON of an empty tenant = %s, %v", got, err)
 	}
 }

@@ -33,23 +33,6 @@ var (
 	nudgeSrc string
 )
 
-// ViewsKey returns the key of the sorted set of the sockets viewing r, scored by when
-// each view runs out (Unix ms): lockview:{<tenant>}:<entityType>:<entityUid>. Ours.
-func ViewsKey(r Ref) string { return "lockview:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
-
-// ViewersKey returns the key of the hash of who each socket viewing r is, and of the
-// viewers last announced: lockviewer:{<tenant>}:<entityType>:<entityUid>. Ours; it
-// lives and dies with ViewsKey.
-func ViewersKey(r Ref) string { return "lockviewer:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
-
-// nudgeKey returns the key that bars oid from nudging r's holder again for a while:
-// locknudge:{<tenant>}:<entityType>:<entityUid>/<oid>. Ours. Uids and oids may both
-// hold ':', never '/': the slash keeps (uid "a:b", oid "c") and (uid "a", oid "b:c")
-// apart.
-func nudgeKey(r Ref, oid string) string {
-	return "locknudge:{" + r.Tenant + "}:" + r.Type + ":" + r.UID + "/" + oid
-}
-
 // viewMargin is how long the presence keys outlive their latest view.
 const viewMargin = 5 * time.Second
 
@@ -111,7 +94,7 @@ var _ protocol.ClientError = (*TooSoonError)(nil)
 // them. A change of them is announced on the change feed. It fails open: when Redis
 // cannot be reached it answers no viewers, and logs and counts why; the caller keeps
 // the view and refreshes it, so it is back when Redis is.
-func (s *Store) View(ctx context.Context, ref Ref, v View, ttl time.Duration) (Viewers, error) {
+func (s *Presence) View(ctx context.Context, ref Ref, v View, ttl time.Duration) (Viewers, error) {
 	if err := s.check(ref, &protocol.Holder{OID: v.Viewer.OID}); err != nil {
 		return Viewers{}, err
 	}
@@ -119,7 +102,7 @@ func (s *Store) View(ctx context.Context, ref Ref, v View, ttl time.Duration) (V
 	if err != nil {
 		return Viewers{}, err // a Viewer of valid strings always encodes
 	}
-	res, _ := runOp(ctx, s, opView, func(ctx context.Context) (presenceReply, error) {
+	res, _ := runOp(ctx, s.core, opView, func(ctx context.Context) (presenceReply, error) {
 		return s.presence(ctx, ref, "view", v.Conn, ttl.Milliseconds(), v.Viewer.OID,
 			v.Viewer.Since.UnixMilli(), viewer)
 	}, presenceLabel)
@@ -127,14 +110,14 @@ func (s *Store) View(ctx context.Context, ref Ref, v View, ttl time.Duration) (V
 }
 
 // Unview drops the views of ref by the sockets conns at once. It fails open.
-func (s *Store) Unview(ctx context.Context, ref Ref, conns ...string) error {
+func (s *Presence) Unview(ctx context.Context, ref Ref, conns ...string) error {
 	if err := s.check(ref, nil); err != nil {
 		return err
 	}
 	if len(conns) == 0 {
 		return nil
 	}
-	runOp(ctx, s, opUnview, func(ctx context.Context) (presenceReply, error) {
+	runOp(ctx, s.core, opUnview, func(ctx context.Context) (presenceReply, error) {
 		return s.presence(ctx, ref, "unview", anys(conns)...)
 	}, presenceLabel)
 	return nil
@@ -144,14 +127,14 @@ func (s *Store) Unview(ctx context.Context, ref Ref, conns ...string) error {
 // the sockets of an instance shutting down, whose clients reconnect elsewhere and view
 // again meanwhile, so that nobody seems to leave and come back. A view that ran out by
 // at ends at its own time. It fails open.
-func (s *Store) LeaveViews(ctx context.Context, ref Ref, at time.Time, conns ...string) error {
+func (s *Presence) LeaveViews(ctx context.Context, ref Ref, at time.Time, conns ...string) error {
 	if err := s.check(ref, nil); err != nil {
 		return err
 	}
 	if len(conns) == 0 {
 		return nil
 	}
-	runOp(ctx, s, opUnview, func(ctx context.Context) (presenceReply, error) {
+	runOp(ctx, s.core, opUnview, func(ctx context.Context) (presenceReply, error) {
 		// From now by this instance's clock, which need not agree with the server's.
 		in := max(at.Sub(s.now()), 0)
 		return s.presence(ctx, ref, "leave", append([]any{in.Milliseconds()}, anys(conns)...)...)
@@ -162,16 +145,19 @@ func (s *Store) LeaveViews(ctx context.Context, ref Ref, at time.Time, conns ...
 // RefreshViews extends the views of ref by the sockets conns until ttl from now, and
 // returns the viewers of ref and which of conns Redis no longer had (it restarted, or
 // the hub could not refresh in time): their hub views again with View. With no conns
-// it only reads the viewers (dropping those that ran out). ok is false when it failed
-// open.
-func (s *Store) RefreshViews(ctx context.Context, ref Ref, ttl time.Duration, conns ...string) (viewers Viewers, missing []string, ok bool, err error) {
+// it only reads the viewers (dropping those that ran out). When it fails open the
+// error matches ErrUnavailable: the caller must not take "no viewers" for an answer.
+func (s *Presence) RefreshViews(ctx context.Context, ref Ref, ttl time.Duration, conns ...string) (viewers Viewers, missing []string, err error) {
 	if err := s.check(ref, nil); err != nil {
-		return Viewers{}, nil, false, err
+		return Viewers{}, nil, err
 	}
-	res, ok := runOp(ctx, s, opViewRefresh, func(ctx context.Context) (presenceReply, error) {
+	res, ok := runOp(ctx, s.core, opViewRefresh, func(ctx context.Context) (presenceReply, error) {
 		return s.presence(ctx, ref, "refresh", append([]any{ttl.Milliseconds()}, anys(conns)...)...)
 	}, presenceLabel)
-	return res.viewers, res.missing, ok, nil
+	if !ok {
+		return Viewers{}, nil, ErrUnavailable
+	}
+	return res.viewers, res.missing, nil
 }
 
 // presenceReply is what presence.lua answers.
@@ -184,7 +170,7 @@ func presenceLabel(presenceReply) outcomeLabel { return labelViewed }
 
 // presence runs presence.lua on ref for op with args. Views run out by the clock of the
 // Redis server that holds ref's keys, not this instance's.
-func (s *Store) presence(ctx context.Context, ref Ref, op string, args ...any) (presenceReply, error) {
+func (s *core) presence(ctx context.Context, ref Ref, op string, args ...any) (presenceReply, error) {
 	head := ref.Tenant + "\n" + `{"type":"` + string(protocol.FramePresence) + `","entityType":"` + ref.Type +
 		`","entityUid":"` + ref.UID + `","viewers":`
 	argv := append([]any{s.publishCommand(), s.channel(ref.Tenant), head, s.shift.Milliseconds(), viewMargin.Milliseconds(), op}, args...)
@@ -217,7 +203,7 @@ func (s *Store) presence(ctx context.Context, ref Ref, op string, args ...any) (
 // the holder's sockets that view ref, on every instance. It answers nudged, notHeld
 // (nobody holds ref, or from does) or unknown (fail open: nothing was sent), and a
 // *TooSoonError when from nudged ref's holder less than every ago.
-func (s *Store) Nudge(ctx context.Context, ref Ref, from protocol.Holder, every time.Duration) (protocol.Outcome, error) {
+func (s *Presence) Nudge(ctx context.Context, ref Ref, from protocol.Holder, every time.Duration) (protocol.Outcome, error) {
 	if err := s.check(ref, &from); err != nil {
 		return "", err
 	}
@@ -225,7 +211,7 @@ func (s *Store) Nudge(ctx context.Context, ref Ref, from protocol.Holder, every 
 		outcome protocol.Outcome
 		wait    time.Duration
 	}
-	res, ok := runOp(ctx, s, opNudge, func(ctx context.Context) (answer, error) {
+	res, ok := runOp(ctx, s.core, opNudge, func(ctx context.Context) (answer, error) {
 		now := s.now()
 		frame, err := json.Marshal(protocol.Nudge{EntityType: ref.Type, EntityUID: ref.UID, From: from, At: protocol.NewTime(now)})
 		if err != nil {

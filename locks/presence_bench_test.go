@@ -43,7 +43,7 @@ func BenchmarkPresence(b *testing.B) {
 			conns[e] = append(conns[e], conn)
 			v := View{Conn: conn, Viewer: protocol.Viewer{OID: fmt.Sprintf("u-%d", p), Name: fmt.Sprintf("Person Number %d", p),
 				Since: protocol.NewTime(time.Now())}}
-			if _, err := s.View(ctx, refs[e], v, time.Hour); err != nil {
+			if _, err := s.Presence.View(ctx, refs[e], v, time.Hour); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -59,9 +59,9 @@ func BenchmarkPresence(b *testing.B) {
 		e := i % entities
 		first := func() {
 			refreshT += timeIt(func() {
-				vs, missing, ok, err := s.RefreshViews(ctx, refs[e], time.Hour, conns[e]...)
-				if err != nil || !ok || len(missing) != 0 || len(vs.List) != perEntity {
-					b.Fatalf("refresh: %d viewers, %d missing, %v %v", len(vs.List), len(missing), ok, err)
+				vs, missing, err := s.Presence.RefreshViews(ctx, refs[e], time.Hour, conns[e]...)
+				if err != nil || len(missing) != 0 || len(vs.List) != perEntity {
+					b.Fatalf("refresh: %d viewers, %d missing, %v", len(vs.List), len(missing), err)
 				}
 			})
 		}

@@ -31,7 +31,7 @@ func (c *clock) drive(ss ...*Store) { c.stores = append(c.stores, ss...) }
 func (c *clock) advance(d time.Duration) {
 	c.Advance(d)
 	for _, s := range c.stores {
-		s.shift += d
+		s.core.shift += d
 	}
 }
 func (c *clock) view(h protocol.Holder, conn string) View {
@@ -92,7 +92,7 @@ func testPresence(t *testing.T, b backend) {
 
 	view := func(st *Store, v View, want string) {
 		t.Helper()
-		got, err := st.View(ctx, ref, v, ttl)
+		got, err := st.Presence.View(ctx, ref, v, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,17 +110,17 @@ func testPresence(t *testing.T, b backend) {
 
 	// Another tenant's entity of the same type and uid has viewers of its own.
 	other := Ref{tenant + "-b", ref.Type, ref.UID} // its feed probed by runFeed
-	if got, err := a.View(ctx, other, clk.view(margot, "c-margot"), ttl); err != nil || oids(got) != "u-margaret" {
+	if got, err := a.Presence.View(ctx, other, clk.view(margot, "c-margot"), ttl); err != nil || oids(got) != "u-margaret" {
 		t.Fatalf("a view in another tenant answered %q, %v; want only its own viewer", oids(got), err)
 	}
 
 	// Ada's first tab goes: her second keeps her there, since its own since now.
-	if err := a.Unview(ctx, ref, "c-ada-1"); err != nil {
+	if err := a.Presence.Unview(ctx, ref, "c-ada-1"); err != nil {
 		t.Fatal(err)
 	}
-	got, _, ok, err := s.RefreshViews(ctx, ref, ttl)
-	if err != nil || !ok || oids(got) != "u-grace u-ada" {
-		t.Fatalf("after Ada's first tab left, viewers %q (ok %v, %v), want Grace then Ada (her second tab came later)", oids(got), ok, err)
+	got, _, err := s.Presence.RefreshViews(ctx, ref, ttl)
+	if err != nil || oids(got) != "u-grace u-ada" {
+		t.Fatalf("after Ada's first tab left, viewers %q (%v), want Grace then Ada (her second tab came later)", oids(got), err)
 	}
 	if got.List[1].Since.UnixMilli() != adaTab1.Viewer.Since.UnixMilli()+2000 {
 		t.Errorf("Ada's since is %v, want her second tab's", got.List[1].Since)
@@ -128,24 +128,24 @@ func testPresence(t *testing.T, b backend) {
 
 	// A refresh keeps the views it names and reports one Redis no longer has.
 	clk.advance(20 * time.Second)
-	_, missing, _, _ := s.RefreshViews(ctx, ref, ttl, "c-grace", "c-lost")
+	_, missing, _ := s.Presence.RefreshViews(ctx, ref, ttl, "c-grace", "c-lost")
 	if !slices.Equal(missing, []string{"c-lost"}) {
 		t.Fatalf("refresh reported missing %q, want only c-lost", missing)
 	}
 	// Ada's second tab was not refreshed: it runs out 30 s after its view; Grace's stays.
 	clk.advance(15 * time.Second)
-	if got, _, _, _ := a.RefreshViews(ctx, ref, ttl); oids(got) != "u-grace" {
+	if got, _, _ := a.Presence.RefreshViews(ctx, ref, ttl); oids(got) != "u-grace" {
 		t.Fatalf("after Ada's view ran out, viewers %q, want Grace only", oids(got))
 	}
 	// Leaving (a shutting-down instance) ends the view later, not now.
-	if err := s.LeaveViews(ctx, ref, clk.Now().Add(5*time.Second), "c-grace"); err != nil {
+	if err := s.Presence.LeaveViews(ctx, ref, clk.Now().Add(5*time.Second), "c-grace"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, _, _ := a.RefreshViews(ctx, ref, ttl); oids(got) != "u-grace" {
+	if got, _, _ := a.Presence.RefreshViews(ctx, ref, ttl); oids(got) != "u-grace" {
 		t.Fatalf("right after leaving, viewers %q, want Grace still", oids(got))
 	}
 	clk.advance(6 * time.Second)
-	if got, _, _, _ := a.RefreshViews(ctx, ref, ttl); len(got.List) != 0 {
+	if got, _, _ := a.Presence.RefreshViews(ctx, ref, ttl); len(got.List) != 0 {
 		t.Fatalf("after the leave time, viewers %q, want none", oids(got))
 	}
 	if n := must1(b.client(t).Exists(ctx, ViewsKey(ref), ViewersKey(ref)).Result()); n != 0 {
@@ -181,16 +181,16 @@ func testNudge(t *testing.T, b backend) {
 
 	nudge := func(from protocol.Holder, want protocol.Outcome) {
 		t.Helper()
-		got, err := a.Nudge(ctx, ref, from, every)
+		got, err := a.Presence.Nudge(ctx, ref, from, every)
 		if err != nil || got != want {
 			t.Fatalf("%s's nudge answered %q, %v; want %q", from.OID, got, err, want)
 		}
 	}
 	nudge(grace, protocol.OutcomeNotHeld) // free
-	expect(t, protocol.OutcomeAcquired)(a.Claim(ctx, ref, ada, "c-ada"))
+	expect(t, protocol.OutcomeAcquired)(a.Locks.Claim(ctx, ref, ada, "c-ada"))
 	nudge(ada, protocol.OutcomeNotHeld) // her own
 	nudge(grace, protocol.OutcomeNudged)
-	_, err := s.Nudge(ctx, ref, grace, every) // again, through the other instance
+	_, err := s.Presence.Nudge(ctx, ref, grace, every) // again, through the other instance
 	var soon *TooSoonError
 	if !errors.As(err, &soon) || soon.Wait <= 0 || soon.Wait > every {
 		t.Fatalf("a second nudge answered %v, want a TooSoonError with the wait left", err)
@@ -251,10 +251,10 @@ func TestPresenceBadInput(t *testing.T) {
 		{"bad oid", Ref{"acme", "ApprovalRequest", "r-1"}, View{Conn: "c-1", Viewer: protocol.Viewer{OID: "u ada"}}, ErrInvalidEntity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := s.View(ctx, tc.ref, tc.v, time.Minute); !errors.Is(err, tc.want) {
+			if _, err := s.Presence.View(ctx, tc.ref, tc.v, time.Minute); !errors.Is(err, tc.want) {
 				t.Errorf("View: %v, want %v", err, tc.want)
 			}
-			if _, err := s.Nudge(ctx, tc.ref, protocol.Holder{OID: tc.v.Viewer.OID}, time.Minute); !errors.Is(err, tc.want) {
+			if _, err := s.Presence.Nudge(ctx, tc.ref, protocol.Holder{OID: tc.v.Viewer.OID}, time.Minute); !errors.Is(err, tc.want) {
 				t.Errorf("Nudge: %v, want %v", err, tc.want)
 			}
 		})
@@ -271,27 +271,27 @@ func testPresenceOddData(t *testing.T, b backend) {
 	ctx := ctxT(t)
 	ref := Ref{"odd-" + b.name, "ApprovalRequest", "r-1"}
 
-	if _, err := s.View(ctx, ref, clk.view(ada, "c-ada"), time.Second); err != nil {
+	if _, err := s.Presence.View(ctx, ref, clk.view(ada, "c-ada"), time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.LeaveViews(ctx, ref, clk.Now().Add(time.Minute), "c-ada"); err != nil {
+	if err := s.Presence.LeaveViews(ctx, ref, clk.Now().Add(time.Minute), "c-ada"); err != nil {
 		t.Fatal(err)
 	}
 	clk.advance(2 * time.Second)
-	if got, _, ok, _ := s.RefreshViews(ctx, ref, time.Minute); !ok || len(got.List) != 0 {
-		t.Fatalf("a view that ran out before its leave time is still there: %q (ok %v)", oids(got), ok)
+	if got, _, err := s.Presence.RefreshViews(ctx, ref, time.Minute); err != nil || len(got.List) != 0 {
+		t.Fatalf("a view that ran out before its leave time is still there: %q (%v)", oids(got), err)
 	}
 
 	// The sorted set of views goes, the hash of who they are stays.
 	for _, v := range []View{clk.view(ada, "c-ada"), clk.view(grace, "c-grace")} {
-		if _, err := s.View(ctx, ref, v, time.Minute); err != nil {
+		if _, err := s.Presence.View(ctx, ref, v, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := c.Del(ctx, ViewsKey(ref)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.View(ctx, ref, clk.view(margot, "c-margot"), time.Minute)
+	got, err := s.Presence.View(ctx, ref, clk.view(margot, "c-margot"), time.Minute)
 	if err != nil || oids(got) != "u-margaret" || got.Version == 0 {
 		t.Fatalf("a view after the views key went answered %q (version %d), %v; want Margaret alone", oids(got), got.Version, err)
 	}
@@ -303,11 +303,11 @@ func testPresenceOddData(t *testing.T, b backend) {
 	if err := c.Del(ctx, ViewersKey(ref)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	got, missing, ok, err := s.RefreshViews(ctx, ref, time.Minute, "c-margot")
-	if err != nil || !ok || len(got.List) != 0 || len(missing) != 0 {
-		t.Fatalf("a refresh after the viewers key went answered %q, missing %q, ok %v, %v", oids(got), missing, ok, err)
+	got, missing, err := s.Presence.RefreshViews(ctx, ref, time.Minute, "c-margot")
+	if err != nil || len(got.List) != 0 || len(missing) != 0 {
+		t.Fatalf("a refresh after the viewers key went answered %q, missing %q, %v", oids(got), missing, err)
 	}
-	if _, missing, _, _ = s.RefreshViews(ctx, ref, time.Minute, "c-margot"); !slices.Equal(missing, []string{"c-margot"}) {
+	if _, missing, _ = s.Presence.RefreshViews(ctx, ref, time.Minute, "c-margot"); !slices.Equal(missing, []string{"c-margot"}) {
 		t.Errorf("the next refresh reported missing %q, want c-margot, to be viewed again", missing)
 	}
 }

@@ -149,7 +149,7 @@ func newScript[R ~string](src string) script[R] {
 // run runs the script on the keys of k (the audit stream's only when k has it), with
 // pub (the prelude's arguments, see prelude.lua) before args and aud (the audit
 // entry's, ditto) after them, and counts the changes of other programs it announced.
-func (sc script[R]) run(ctx context.Context, s *Store, k keys, pub, aud []any, args ...any) (status R, value string, err error) {
+func (sc script[R]) run(ctx context.Context, s *core, k keys, pub, aud []any, args ...any) (status R, value string, err error) {
 	ks := []string{k.lock, k.index, k.values, k.conns, k.seen}
 	if k.audit != "" {
 		ks = append(ks, k.audit)

@@ -33,7 +33,7 @@ func TestValueGolden(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s, _ := newStore(t, c, Config{Now: func() time.Time { return tc.at }})
 			ref := Ref{"golden", "ApprovalRequest", tc.name}
-			expect(t, protocol.OutcomeAcquired)(s.Claim(ctxT(t), ref, ada, ""))
+			expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctxT(t), ref, ada, ""))
 			got, err := c.Get(ctxT(t), LockKey(ref)).Result()
 			if err != nil {
 				t.Fatal(err)
@@ -74,14 +74,14 @@ func TestForeignValue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		expect(t, protocol.OutcomeLocked)(s.Claim(ctx, ref, grace, ""))
-		r := expect(t, protocol.OutcomeRenewed)(s.Renew(ctx, ref, ada, ""))
+		expect(t, protocol.OutcomeLocked)(s.Locks.Claim(ctx, ref, grace, ""))
+		r := expect(t, protocol.OutcomeRenewed)(s.Locks.Renew(ctx, ref, ada, ""))
 		if !r.Lock.AcquiredAt.Equal(want.Truncate(time.Millisecond)) {
 			t.Fatalf("%s: renew made acquiredAt %s", ts, r.Lock.AcquiredAt)
 		}
-		expect(t, protocol.OutcomeNotHeld)(s.Release(ctx, ref, grace, ""))
+		expect(t, protocol.OutcomeNotHeld)(s.Locks.Release(ctx, ref, grace, ""))
 	}
-	if got := must1(s.List(ctx, "dotnet", "ApprovalRequest")); len(got) != 3 {
+	if got := must1(s.Locks.List(ctx, "dotnet", "ApprovalRequest")); len(got) != 3 {
 		t.Fatalf("List = %d locks, want 3", len(got))
 	}
 }
@@ -126,12 +126,12 @@ func testForeignExpiry(t *testing.T, b backend) {
 	} else {
 		redistest.Eventually(t, "the foreign lock expires", func() bool { return c.Exists(ctx, LockKey(ref)).Val() == 0 })
 	}
-	s.now = func() time.Time { return time.Now().Add(2 * lease) }
-	if err := s.Sweep(ctx, tenant, ref.Type, 0); err != nil {
+	s.core.now = func() time.Time { return time.Now().Add(2 * lease) }
+	if err := s.Locks.Sweep(ctx, tenant, ref.Type, 0); err != nil {
 		t.Fatal(err)
 	}
-	s.now = time.Now
-	expect(t, protocol.OutcomeAcquired)(s.Claim(ctx, ref, ada, ""))
+	s.core.now = time.Now
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, ""))
 	redistest.Eventually(t, "Expired, then Acquired", func() bool { return len(rec.of(tenant, "r-9")) == 2 })
 	evs := rec.of(tenant, "r-9")
 	if evs[0].Op != protocol.OpExpired || evs[1].Op != protocol.OpAcquired {
@@ -140,7 +140,7 @@ func testForeignExpiry(t *testing.T, b backend) {
 	if got, want := evs[0].Lock, (protocol.Lock{EntityType: "ApprovalRequest", EntityUID: "r-9"}); got != want {
 		t.Fatalf("Expired announced %+v, want %+v", got, want)
 	}
-	if l := must1(s.List(ctx, tenant, ref.Type)); len(l) != 1 || l[0].HolderOID != ada.OID {
+	if l := must1(s.Locks.List(ctx, tenant, ref.Type)); len(l) != 1 || l[0].HolderOID != ada.OID {
 		t.Fatalf("List = %+v, want Ada's new lock alone", l)
 	}
 	if n := c.ZCard(ctx, idx).Val(); n != 1 {

@@ -21,14 +21,14 @@ import (
 //
 // Without the role each answers 403 forbidden, before anything is read.
 
-// AdminStore is what the lock console needs of the lock store. *locks.Store has it.
+// AdminStore is what the lock console needs of the lock store: *locks.Console.
 type AdminStore interface {
 	AdminLocks(ctx context.Context, tenant string) ([]protocol.Lock, error)
 	ForceRelease(ctx context.Context, ref locks.Ref, admin protocol.Holder) (locks.Result, error)
 	Audit(ctx context.Context, tenant string, q locks.AuditQuery) (locks.AuditPage, error)
 }
 
-var _ AdminStore = (*locks.Store)(nil)
+var _ AdminStore = (*locks.Console)(nil)
 
 // auditBody is the body of GET /api/admin/audit; Next is null on the last page.
 type auditBody struct {
@@ -59,7 +59,7 @@ func (s *Server) requireAdmin(next http.Handler) http.Handler {
 
 // adminLocks: GET /api/admin/locks.
 func (s *Server) adminLocks(w http.ResponseWriter, r *http.Request) {
-	ls, err := s.store.AdminLocks(r.Context(), identity(r).Tenant)
+	ls, err := s.console.AdminLocks(r.Context(), identity(r).Tenant)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -73,7 +73,7 @@ func (s *Server) adminLocks(w http.ResponseWriter, r *http.Request) {
 func (s *Server) forceRelease(w http.ResponseWriter, r *http.Request) {
 	id := identity(r)
 	ref := ref(r, id)
-	res, err := s.store.ForceRelease(r.Context(), ref, id.Holder())
+	res, err := s.console.ForceRelease(r.Context(), ref, id.Holder())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -102,7 +102,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 		}
 		q.Limit = n
 	}
-	page, err := s.store.Audit(r.Context(), identity(r).Tenant, q)
+	page, err := s.console.Audit(r.Context(), identity(r).Tenant, q)
 	if errors.Is(err, locks.ErrUnavailable) {
 		s.fail(w, r, Errorf(protocol.CodeStoreUnavailable, "the audit trail cannot be read now: the lock store does not answer"))
 		return

@@ -40,7 +40,7 @@ func TestAdminAPI(t *testing.T) {
 		}
 	}
 	wantStatus(t, e.do(req{method: "GET", path: "/api/admin/locks"}), 401, "unauthorized")
-	if l, _ := e.store.Get(t.Context(), ref("acme", "r-1001")); l == nil || l.HolderOID != "u-ada" {
+	if l, _ := e.store.Locks.Get(t.Context(), ref("acme", "r-1001")); l == nil || l.HolderOID != "u-ada" {
 		t.Fatalf("a refused force release changed the lock: %+v", l)
 	}
 
@@ -62,7 +62,7 @@ func TestAdminAPI(t *testing.T) {
 	wantStatus(t, e.do(req{method: "DELETE", path: "/api/admin/locks/ApprovalRequest/r-1001", token: root}), 404, "not_found")
 	wantStatus(t, e.do(req{method: "DELETE", path: "/api/admin/locks/ApprovalRequest/r%201", token: root}), 400, "invalid_entity")
 	wantStatus(t, e.do(req{method: "DELETE", path: "/api/admin/locks/Invoice/i-1", token: root}), 400, "not_lockable")
-	if l, _ := e.store.Get(t.Context(), ref("globex", "r-1001")); l == nil {
+	if l, _ := e.store.Locks.Get(t.Context(), ref("globex", "r-1001")); l == nil {
 		t.Fatal("acme's force release freed globex's r-1001")
 	}
 	// Ada's lock is gone: her renewal is lost, and she may claim again.

@@ -35,7 +35,7 @@ func ExampleGuard() {
 
 	// Adopting the guard.
 	guard := web.Guard(web.GuardConfig{
-		Store: store,
+		Store: store.Locks,
 		Identify: func(r *http.Request) (tenant, oid string, err error) {
 			c := r.Context().Value(callerKey{}).(caller)
 			return c.tenant, c.oid, nil
@@ -49,7 +49,7 @@ func ExampleGuard() {
 
 	// Ada opens order o-17 in her browser, which claims it through lockhub.
 	ref := locks.Ref{Tenant: "acme", Type: "Order", UID: "o-17"}
-	_, _ = store.Claim(context.Background(), ref, protocol.Holder{OID: "u-ada", Name: "Ada Lovelace"}, "")
+	_, _ = store.Locks.Claim(context.Background(), ref, protocol.Holder{OID: "u-ada", Name: "Ada Lovelace"}, "")
 
 	for _, who := range []string{"u-bob", "u-ada", "svc-driver-app"} {
 		for _, path := range []string{"/orders/o-17", "/orders/o-18"} {

@@ -12,7 +12,7 @@ import (
 	"github.com/lockhub/lockhub/protocol"
 )
 
-// LockReader reads the live lock of one entity. *locks.Store has it.
+// LockReader reads the live lock of one entity: *locks.Locks.
 type LockReader interface {
 	// Lookup returns the live lock on ref, or nil when it is free. It returns an error
 	// for a ref that can never be locked (*locks.InvalidEntityError,
@@ -20,11 +20,11 @@ type LockReader interface {
 	Lookup(ctx context.Context, ref locks.Ref) (*protocol.Lock, error)
 }
 
-var _ LockReader = (*locks.Store)(nil)
+var _ LockReader = (*locks.Locks)(nil)
 
 // GuardConfig configures Guard. Store, Identify and Entity are required.
 type GuardConfig struct {
-	// Store reads locks: a *locks.Store on the lock Redis. Required.
+	// Store reads locks: a *locks.Store's Locks, on the lock Redis. Required.
 	Store LockReader
 	// Identify returns the caller's tenant and user object id (the holder oid of the
 	// locks it claims), typically from what the API's own authentication put in the

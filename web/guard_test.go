@@ -54,7 +54,7 @@ func newOrdersAPI(t *testing.T, store web.LockReader) *ordersAPI {
 		t.Fatal(err)
 	}
 	if store == nil {
-		store = a.store
+		store = a.store.Locks
 	}
 
 	r := chi.NewRouter()
@@ -106,7 +106,7 @@ func (a *ordersAPI) put(t *testing.T, who, path string) resp {
 
 func (a *ordersAPI) claim(t *testing.T, tenant, oid, uid string) {
 	t.Helper()
-	res, err := a.store.Claim(t.Context(), locks.Ref{Tenant: tenant, Type: "Order", UID: uid}, protocol.Holder{OID: oid, Name: "User " + oid}, "")
+	res, err := a.store.Locks.Claim(t.Context(), locks.Ref{Tenant: tenant, Type: "Order", UID: uid}, protocol.Holder{OID: oid, Name: "User " + oid}, "")
 	if err != nil || res.Outcome != protocol.OutcomeAcquired {
 		t.Fatalf("claim: %v %v", res.Outcome, err)
 	}

@@ -74,7 +74,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if e.dev, err = auth.NewDev(auth.DevConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := web.Config{Store: e.store, Verifier: e.dev, Logger: log, Registerer: e.reg}
+	cfg := web.Config{Store: e.store.Locks, Console: e.store.Console, Verifier: e.dev, Logger: log, Registerer: e.reg}
 	if !o.noDev {
 		cfg.DevTokens = e.dev
 	}
@@ -84,7 +84,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if !o.noDemo {
 		// The demo domain is mounted as cmd/lockhub mounts it: an adopter of web beside
 		// the lock API, with the same body timeout.
-		app, err := demo.New(demo.Config{Rows: o.demoRDB, Locks: e.store, Verifier: e.dev, BodyTimeout: cfg.BodyTimeout, Logger: log, Registerer: e.reg})
+		app, err := demo.New(demo.Config{Rows: o.demoRDB, Locks: e.store.Locks, Verifier: e.dev, BodyTimeout: cfg.BodyTimeout, Logger: log, Registerer: e.reg})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,8 @@ import (
 	"github.com/lockhub/lockhub/protocol"
 )
 
-// LockStore is what the Server needs of the lock store. *locks.Store has it.
+// LockStore is what the Server needs of the lock store's locks: *locks.Locks. It
+// follows the store's error convention (locks.Store).
 type LockStore interface {
 	LockReader
 	// Get is Lookup that fails open: nil when the store does not answer.
@@ -33,10 +34,9 @@ type LockStore interface {
 	List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error)
 	Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error)
 	Ping(ctx context.Context) error
-	AdminStore // the lock console (admin.go)
 }
 
-var _ LockStore = (*locks.Store)(nil)
+var _ LockStore = (*locks.Locks)(nil)
 
 // TokenIssuer issues development tokens for POST /dev/token. *auth.Dev has it.
 type TokenIssuer interface {
@@ -45,11 +45,14 @@ type TokenIssuer interface {
 
 var _ TokenIssuer = (*auth.Dev)(nil)
 
-// Config configures a Server. Store and Verifier are required; every other zero value
-// works.
+// Config configures a Server. Store, Console and Verifier are required; every other
+// zero value works.
 type Config struct {
-	// Store is the lock store. Required.
+	// Store is the lock store's locks: a *locks.Store's Locks. Required.
 	Store LockStore
+	// Console is the lock console's store (admin.go): a *locks.Store's Console.
+	// Required.
+	Console AdminStore
 	// Verifier checks bearer tokens, the same way as the hub checks a socket's auth
 	// frame. Required.
 	Verifier auth.Verifier
@@ -94,6 +97,7 @@ type Config struct {
 // PROTOCOL.md §5 and §7. It is safe for concurrent use.
 type Server struct {
 	store        LockStore
+	console      AdminStore
 	verifier     auth.Verifier
 	dev          TokenIssuer
 	takeoverRole string
@@ -110,14 +114,15 @@ var _ http.Handler = (*Server)(nil)
 
 // New returns a Server, or an error when cfg is invalid.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("web: Config.Store is required")
+	if cfg.Store == nil || cfg.Console == nil {
+		return nil, errors.New("web: Config.Store and Config.Console are required")
 	}
 	if cfg.Verifier == nil {
 		return nil, errors.New("web: Config.Verifier is required")
 	}
 	s := &Server{
 		store:        cfg.Store,
+		console:      cfg.Console,
 		verifier:     cfg.Verifier,
 		dev:          cfg.DevTokens,
 		takeoverRole: cmp.Or(cfg.TakeoverRole, auth.DefaultTakeoverRole),

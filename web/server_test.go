@@ -124,7 +124,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		t.Fatal("New without a store")
 	}
 	e := newEnv(t, envOpts{})
-	if _, err := web.New(web.Config{Store: e.store}); err == nil {
+	if _, err := web.New(web.Config{Store: e.store.Locks, Console: e.store.Console}); err == nil {
 		t.Fatal("New without a verifier")
 	}
 }

@@ -118,13 +118,13 @@ func (m *Main) runCrowd(ctx context.Context) error {
 	holder := protocol.Holder{OID: "u-lockbench-crowd", Name: "lockbench crowd"}
 	for i := range o.snapshotLocks {
 		ref := locks.Ref{Tenant: o.tenant, Type: o.entityType, UID: prefix + strconv.Itoa(i)}
-		if _, err := b.store.Claim(ctx, ref, holder, "lockbench"); err != nil {
+		if _, err := b.store.Locks.Claim(ctx, ref, holder, "lockbench"); err != nil {
 			return err
 		}
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			_, _ = b.store.Release(cctx, ref, holder, "lockbench") // best effort: the lease ends it anyway
+			_, _ = b.store.Locks.Release(cctx, ref, holder, "lockbench") // best effort: the lease ends it anyway
 		}()
 	}
 

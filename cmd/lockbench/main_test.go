@@ -110,7 +110,7 @@ func TestExternalRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := hub.New(hub.Config{Store: store, Verifier: auth})
+	h, err := hub.New(hub.Config{Store: hub.StoreOf(store), Verifier: auth})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,10 +40,10 @@ func measureRatio(ctx context.Context, store *locks.Store, cl *client, pairs int
 	prefix := newRun(cl).prefix
 	direct := func(i int) error {
 		ref := locks.Ref{Tenant: cl.tenant, Type: cl.typ, UID: fmt.Sprintf("%sd-%d", prefix, i)}
-		if r, err := store.Claim(ctx, ref, h, ""); err != nil || r.Outcome != protocol.OutcomeAcquired {
+		if r, err := store.Locks.Claim(ctx, ref, h, ""); err != nil || r.Outcome != protocol.OutcomeAcquired {
 			return fmt.Errorf("direct claim: %s %v", r.Outcome, err)
 		}
-		if r, err := store.Release(ctx, ref, h, ""); err != nil || r.Outcome != protocol.OutcomeReleased {
+		if r, err := store.Locks.Release(ctx, ref, h, ""); err != nil || r.Outcome != protocol.OutcomeReleased {
 			return fmt.Errorf("direct release: %s %v", r.Outcome, err)
 		}
 		return nil

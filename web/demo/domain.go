@@ -21,14 +21,14 @@ import (
 )
 
 // LockStore is what the demo domain needs of the lock store: the guard's reads, and
-// the release that ends an edit after a decision. *locks.Store has it.
+// the release that ends an edit after a decision: *locks.Locks.
 type LockStore interface {
 	web.LockReader
 	// ReleaseBecause is the release, recorded in the audit trail with its reason.
 	ReleaseBecause(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, reason locks.AuditReason) (locks.Result, error)
 }
 
-var _ LockStore = (*locks.Store)(nil)
+var _ LockStore = (*locks.Locks)(nil)
 
 // Config configures a Domain. Rows, Locks and Verifier are required; every other zero
 // value works.

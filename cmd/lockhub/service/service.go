@@ -215,20 +215,20 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return cfg.settingError(err)
 	}
 
-	cfg.Hub.Store, cfg.Hub.Verifier, cfg.Hub.Logger, cfg.Hub.Registerer = store, verifier, log, reg
+	cfg.Hub.Store, cfg.Hub.Verifier, cfg.Hub.Logger, cfg.Hub.Registerer = hub.StoreOf(store), verifier, log, reg
 	h, err := hub.New(cfg.Hub)
 	if err != nil {
 		return cfg.settingError(err)
 	}
 	wcfg := web.Config{
-		Store: store, Verifier: verifier, Hub: h,
+		Store: store.Locks, Console: store.Console, Verifier: verifier, Hub: h,
 		TakeoverRole: cfg.Hub.TakeoverRole, AdminRole: cfg.Hub.AdminRole, Logger: log, Registerer: reg, Gatherer: reg,
 		NoMetrics: cfg.MetricsListen != "",
 	}
 	if cfg.DemoOn() {
 		// Only then does anything write demo: keys (PROTOCOL.md §5): without it the demo
 		// routes answer 404 like any unknown route.
-		app, err := demo.New(demo.Config{Rows: demoRDB, Locks: store, Verifier: verifier, Logger: log, Registerer: reg})
+		app, err := demo.New(demo.Config{Rows: demoRDB, Locks: store.Locks, Verifier: verifier, Logger: log, Registerer: reg})
 		if err != nil {
 			return err
 		}
@@ -290,7 +290,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	log.Info(up, slog.String("listen", m.addr), slog.Bool("development", cfg.Development()),
 		slog.Bool("demo", cfg.DemoOn()), slog.String("metrics", cmp.Or(cfg.MetricsListen, m.addr)),
-		slog.Any("lockable", store.Registry().Types()), slog.String("lease", store.Lease().String()))
+		slog.Any("lockable", store.Locks.Registry().Types()), slog.String("lease", store.Locks.Lease().String()))
 
 	var runErr error
 	select {

@@ -12,11 +12,11 @@ import (
 
 // AdminLocks returns every live lock of a tenant, of every lockable type, walking the
 // per-type indexes (never KEYS or SCAN). On fail open it returns no locks.
-func (s *Store) AdminLocks(ctx context.Context, tenant string) ([]protocol.Lock, error) {
+func (s *Console) AdminLocks(ctx context.Context, tenant string) ([]protocol.Lock, error) {
 	if !ValidTenant(tenant) {
 		return nil, &InvalidEntityError{Field: "tenant", Value: tenant}
 	}
-	locks, _ := runOp(ctx, s, opAdminLocks, func(ctx context.Context) ([]protocol.Lock, error) {
+	locks, _ := runOp(ctx, s.core, opAdminLocks, func(ctx context.Context) ([]protocol.Lock, error) {
 		var out []protocol.Lock
 		for _, t := range s.reg.Types() {
 			l, err := s.sweep(ctx, tenant, t, true, 0, nil)
@@ -34,7 +34,7 @@ func (s *Store) AdminLocks(ctx context.Context, tenant string) ([]protocol.Lock,
 // holder loses it, watchers get Released with "by" naming admin, and the audit trail
 // gets ForceReleased (reason admin). It answers released (Lock is the lock that was
 // held), notHeld (free) or unknown.
-func (s *Store) ForceRelease(ctx context.Context, ref Ref, admin protocol.Holder) (Result, error) {
+func (s *Console) ForceRelease(ctx context.Context, ref Ref, admin protocol.Holder) (Result, error) {
 	if err := s.check(ref, &admin); err != nil {
 		return Result{}, err
 	}
@@ -43,7 +43,7 @@ func (s *Store) ForceRelease(ctx context.Context, ref Ref, admin protocol.Holder
 	return res, nil
 }
 
-func (s *Store) forceRelease(ctx context.Context, ref Ref, admin protocol.Holder) (Result, error) {
+func (s *core) forceRelease(ctx context.Context, ref Ref, admin protocol.Holder) (Result, error) {
 	now := s.now()
 	st, stored, err := s.sc.force.run(ctx, s, s.keys(ref), s.pubArgs(ref.Tenant, now), s.auditArgs(now, &admin, AuditAdmin),
 		admin.OID, admin.Name)
