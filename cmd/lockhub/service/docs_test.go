@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // repoRoot is the repository, seen from this package.
@@ -98,7 +99,8 @@ func markdownLinks(page string) ([]mdLink, error) {
 }
 
 // markdownAnchors returns the anchors GitHub makes of a page's headings: lower case,
-// punctuation dropped, spaces as dashes, a repeated one suffixed -1, -2, ...
+// every character but letters, marks, numbers, connectors, dashes and spaces dropped,
+// spaces as dashes, a repeated one suffixed -1, -2, ...
 func markdownAnchors(page string) (map[string]bool, error) {
 	anchors := map[string]bool{}
 	seen := map[string]int{}
@@ -112,7 +114,7 @@ func markdownAnchors(page string) (map[string]bool, error) {
 			switch {
 			case r == ' ':
 				b.WriteRune('-')
-			case r == '-' || r == '_' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9' || r > 127:
+			case r == '-' || unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.Pc):
 				b.WriteRune(r)
 			}
 		}
