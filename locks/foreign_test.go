@@ -176,20 +176,20 @@ func testOtherWriters(t *testing.T, b backend) {
 	}
 }
 
-// testFeedExample: the README's example of another program announcing its change at
-// once (protocol/examples/release-and-announce.lua, which the README quotes whole)
+// testFeedExample: the integrators' example of another program announcing its change
+// at once (protocol/examples/release-and-announce.lua, which locks/README.md quotes whole)
 // reaches the feed without a sweep, and no sweep announces it a second time.
 func testFeedExample(t *testing.T, b backend) {
 	src, err := os.ReadFile("../protocol/examples/release-and-announce.lua")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), string(src)) {
-		t.Fatal("README.md does not quote protocol/examples/release-and-announce.lua whole")
+		t.Fatal("locks/README.md does not quote protocol/examples/release-and-announce.lua whole")
 	}
 	s, _ := newStore(t, b.client(t), Config{})
 	tenant := fmt.Sprintf("ex-%d", time.Now().UnixNano())
