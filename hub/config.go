@@ -70,12 +70,10 @@ type Config struct {
 	// hub's own origin and requests without Origin are always allowed. Nil means same
 	// origin only.
 	AllowedOrigins []string
-	// TakeoverRole is the role that may take a lock over: setting "takeover-role". Zero
-	// means auth.DefaultTakeoverRole.
-	TakeoverRole string
-	// AdminRole is the role of the lock console's frames, adminLocks and forceRelease
-	// (PROTOCOL.md §10): setting "admin-role". Zero means auth.DefaultAdminRole.
-	AdminRole string
+	// Roles are the roles that may take a lock over (setting "takeover-role") and use
+	// the lock console's frames, adminLocks and forceRelease (PROTOCOL.md §10, setting
+	// "admin-role"). The zero value means auth's defaults; web.Config takes the same.
+	Roles auth.Roles
 
 	// ReleaseGrace is how long after a socket closes its locks are released, unless its
 	// holder keeps them from another socket: setting "release-grace". Zero means
@@ -222,8 +220,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.TakeoverRole = cmp.Or(c.TakeoverRole, auth.DefaultTakeoverRole)
-	c.AdminRole = cmp.Or(c.AdminRole, auth.DefaultAdminRole)
+	c.Roles = c.Roles.WithDefaults()
 	c.ReleaseGrace = cmp.Or(c.ReleaseGrace, DefaultReleaseGrace)
 	c.RenewEvery = cmp.Or(c.RenewEvery, min(DefaultRenewEvery, lease*2/5))
 	c.AuthTimeout = cmp.Or(c.AuthTimeout, protocol.AuthTimeout)

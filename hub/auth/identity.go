@@ -45,14 +45,6 @@ type Verifier interface {
 // close code 4401 or HTTP 401.
 var ErrUnauthorized = errors.New("auth: unauthorized")
 
-// DefaultTakeoverRole is the role that may take a lock over (PROTOCOL.md §6) when none
-// is configured: setting "takeover-role".
-const DefaultTakeoverRole = "Locks.TakeOver"
-
-// DefaultAdminRole is the role of the lock console (PROTOCOL.md §10) when none is
-// configured: setting "admin-role".
-const DefaultAdminRole = "Locks.Admin"
-
 // The default claim names of ClaimNames.
 const (
 	DefaultTenantClaim = "tid"

@@ -30,7 +30,7 @@ type Config struct {
 	// are the claim names of either.
 	JWKS     auth.JWKSConfig
 	Store    locks.Config // Lease
-	Hub      hub.Config   // ReleaseGrace, RenewEvery, TakeoverRole, AdminRole, AllowedOrigins, socket limits, heartbeat
+	Hub      hub.Config   // ReleaseGrace, RenewEvery, Roles, AllowedOrigins, socket limits, heartbeat
 	LogLevel slog.Level
 	// Dev asks for development mode (PROTOCOL.md §6): tokens from POST /dev/token.
 	Dev bool
@@ -95,8 +95,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 		c.Hub.AllowedOrigins, err = hub.ParseOrigins(s)
 		return err
 	})
-	nonEmpty(fs, &c.Hub.TakeoverRole, "takeover-role", auth.DefaultTakeoverRole, "role that may take a lock over")
-	nonEmpty(fs, &c.Hub.AdminRole, "admin-role", auth.DefaultAdminRole, "role of the lock console: every live lock of the tenant, force release, the audit trail")
+	nonEmpty(fs, &c.Hub.Roles.Takeover, "takeover-role", auth.DefaultTakeoverRole, "role that may take a lock over")
+	nonEmpty(fs, &c.Hub.Roles.Admin, "admin-role", auth.DefaultAdminRole, "role of the lock console: every live lock of the tenant, force release, the audit trail")
 	fs.BoolVar(&c.Dev, "dev", false, "development mode: lockhub signs its own tokens (POST /dev/token) and serves the demo; on by itself only with neither --redis-url nor --jwks-url")
 	fs.BoolVar(&c.Demo, "demo", false, "serve the demo domain and page outside development mode")
 	fs.IntVar(&c.Hub.MaxConnections, "max-connections", hub.DefaultMaxConnections, "sockets this instance holds at most; a handshake beyond is refused with 503")

@@ -222,7 +222,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	wcfg := web.Config{
 		Store: store, Verifier: verifier, Hub: h,
-		TakeoverRole: cfg.Hub.TakeoverRole, AdminRole: cfg.Hub.AdminRole, Logger: log, Registerer: reg, Gatherer: reg,
+		Roles: cfg.Hub.Roles, Logger: log, Registerer: reg, Gatherer: reg,
 		NoMetrics: cfg.MetricsListen != "",
 	}
 	if cfg.DemoOn() {
