@@ -141,7 +141,7 @@ func (s *Store) Audit(ctx context.Context, tenant string, q AuditQuery) (AuditPa
 	if q.EntityType != "" && !ValidType(q.EntityType) {
 		return AuditPage{}, &InvalidEntityError{Field: "entityType", Value: q.EntityType}
 	}
-	if q.EntityUID != "" && !validName(q.EntityUID, 128, true) {
+	if q.EntityUID != "" && !protocol.ValidUID(q.EntityUID) {
 		return AuditPage{}, &InvalidEntityError{Field: "entityUid", Value: q.EntityUID}
 	}
 	q.Limit = cmp.Or(q.Limit, DefaultAuditLimit)

@@ -1,5 +1,7 @@
 package locks
 
+import "github.com/lockhub/lockhub/protocol"
+
 // Ref names one lockable entity of one tenant. Build keys from a Ref only after
 // Validate has accepted it.
 type Ref struct {
@@ -11,49 +13,31 @@ type Ref struct {
 // String returns "tenant/Type/uid", for logs.
 func (r Ref) String() string { return r.Tenant + "/" + r.Type + "/" + r.UID }
 
-// Validate checks r against PROTOCOL.md §1: tenant and type [A-Za-z0-9_.-]{1,64},
-// uid [A-Za-z0-9_.:-]{1,128}. No accepted part can hold a brace, so the tenant is
-// always the whole hash tag of every key built from it.
+// Validate checks r against the names of PROTOCOL.md §1 (protocol.ValidTenant,
+// ValidType, ValidUID): the first part that fails, in the order tenant, type, uid, is
+// the *InvalidEntityError. No accepted part can hold a brace, so the tenant is always
+// the whole hash tag of every key built from it.
 func (r Ref) Validate() error {
-	if !validName(r.Tenant, 64, false) {
+	if !protocol.ValidTenant(r.Tenant) {
 		return &InvalidEntityError{Field: "tenant", Value: r.Tenant}
 	}
-	if !validName(r.Type, 64, false) {
+	if !protocol.ValidType(r.Type) {
 		return &InvalidEntityError{Field: "entityType", Value: r.Type}
 	}
-	if !validName(r.UID, 128, true) {
+	if !protocol.ValidUID(r.UID) {
 		return &InvalidEntityError{Field: "entityUid", Value: r.UID}
 	}
 	return nil
 }
 
-// ValidTenant reports whether s may be a tenant (PROTOCOL.md §1).
-func ValidTenant(s string) bool { return validName(s, 64, false) }
+// ValidTenant is protocol.ValidTenant, for the store's callers.
+func ValidTenant(s string) bool { return protocol.ValidTenant(s) }
 
-// ValidOID reports whether s may be a holder's oid: it follows the uid rule.
-func ValidOID(s string) bool { return validName(s, 128, true) }
+// ValidOID is protocol.ValidOID, for the store's callers.
+func ValidOID(s string) bool { return protocol.ValidOID(s) }
 
-// ValidType reports whether s may be an entity type name.
-func ValidType(s string) bool { return validName(s, 64, false) }
-
-// validName is a hand-written [A-Za-z0-9_.-] (plus ':' when colon) check: it runs on
-// every request, and a loop over bytes is several times faster than a regexp.
-func validName(s string, max int, colon bool) bool {
-	if len(s) == 0 || len(s) > max {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '_', c == '.', c == '-':
-		case c == ':' && colon:
-		default:
-			return false
-		}
-	}
-	return true
-}
+// ValidType is protocol.ValidType, for the store's callers.
+func ValidType(s string) bool { return protocol.ValidType(s) }
 
 // LockKey returns the key of r's lock: lock:{<tenant>}:<entityType>:<entityUid>.
 // The braces are a Redis Cluster hash tag, so every key of a tenant lives in one slot

@@ -14,14 +14,13 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
-	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 )
 
 // Identity is who a verified token says the caller is (PROTOCOL.md §6).
 type Identity struct {
-	Tenant  string    // the tenant claim ("tid"); valid per locks.ValidTenant
-	OID     string    // the holder's object id ("oid"); valid per locks.ValidOID
+	Tenant  string    // the tenant claim ("tid"); valid per protocol.ValidTenant
+	OID     string    // the holder's object id ("oid"); valid per protocol.ValidOID
 	Name    string    // display name ("name"), cleaned by CleanName; the oid when that leaves nothing
 	Roles   []string  // roles ("roles")
 	Expires time.Time // the token's exp; never zero for a verified token
@@ -120,10 +119,10 @@ func identityOf(payload []byte, c checks) (Identity, error) {
 	if id.Expires.IsZero() {
 		return Identity{}, unauthorized("token has no exp")
 	}
-	if id.Tenant = cl.tenant; !locks.ValidTenant(id.Tenant) {
+	if id.Tenant = cl.tenant; !protocol.ValidTenant(id.Tenant) {
 		return Identity{}, unauthorized("claim %q is missing or not a valid tenant", c.names.Tenant)
 	}
-	if id.OID = cl.oid; !locks.ValidOID(id.OID) {
+	if id.OID = cl.oid; !protocol.ValidOID(id.OID) {
 		return Identity{}, unauthorized("claim %q is missing or not a valid oid", c.names.OID)
 	}
 	// Optional: a holder without a name is shown by its oid. Cleaned here, the one
