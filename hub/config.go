@@ -174,32 +174,42 @@ const (
 	MaxInstanceTimeout = 22 * time.Second
 )
 
+// named is a value and the name an error gives it. Validation ranges over slices of
+// them, never over a map, whose order is random: of several bad values, the one
+// refused is always the same.
+type named[T any] struct {
+	name  string
+	value T
+}
+
 // withDefaults validates c and fills in every zero field: the one place defaults live.
+// The checks run in a fixed order, each group in the order of Config's fields, and the
+// first that fails is the error.
 func (c Config) withDefaults() (Config, error) {
 	if c.Store == nil || c.Verifier == nil {
 		return c, errors.New("hub: Config.Store and Config.Verifier are required")
 	}
-	for setting, d := range map[string]time.Duration{"release-grace": c.ReleaseGrace, "renew-every": c.RenewEvery, "ping-every": c.PingEvery, "instance-timeout": c.InstanceTimeout, "presence-ttl": c.ViewTTL} {
-		if d < 0 {
-			return c, &protocol.SettingError{Setting: setting, Err: fmt.Errorf("%s must be positive", d)}
+	for _, s := range []named[time.Duration]{{"release-grace", c.ReleaseGrace}, {"renew-every", c.RenewEvery}, {"ping-every", c.PingEvery}, {"instance-timeout", c.InstanceTimeout}, {"presence-ttl", c.ViewTTL}} {
+		if s.value < 0 {
+			return c, &protocol.SettingError{Setting: s.name, Err: fmt.Errorf("%s must be positive", s.value)}
 		}
 	}
 	lease := c.Store.Lease()
 	if c.RenewEvery >= lease {
 		return c, &protocol.SettingError{Setting: "renew-every", Err: fmt.Errorf("%s is not shorter than the lease %s: locks would run out between renewals", c.RenewEvery, lease)}
 	}
-	for name, d := range map[string]time.Duration{
-		"AuthTimeout": c.AuthTimeout,
-		"TokenLeeway": c.TokenLeeway, "WriteTimeout": c.WriteTimeout, "OverRateGrace": c.OverRateGrace,
-		"SweepInterval": c.SweepInterval, "NudgeEvery": c.NudgeEvery,
+	for _, f := range []named[time.Duration]{
+		{"AuthTimeout", c.AuthTimeout},
+		{"TokenLeeway", c.TokenLeeway}, {"WriteTimeout", c.WriteTimeout}, {"OverRateGrace", c.OverRateGrace},
+		{"SweepInterval", c.SweepInterval}, {"NudgeEvery", c.NudgeEvery},
 	} {
-		if d < 0 {
-			return c, fmt.Errorf("hub: Config.%s must not be negative", name)
+		if f.value < 0 {
+			return c, fmt.Errorf("hub: Config.%s must not be negative", f.name)
 		}
 	}
-	for setting, n := range map[string]int{"max-connections": c.MaxConnections, "max-pending-auth": c.MaxPendingAuth, "max-locks-per-socket": c.MaxLocksPerSocket} {
-		if n < 0 {
-			return c, &protocol.SettingError{Setting: setting, Err: fmt.Errorf("%d must be positive", n)}
+	for _, s := range []named[int]{{"max-connections", c.MaxConnections}, {"max-pending-auth", c.MaxPendingAuth}, {"max-locks-per-socket", c.MaxLocksPerSocket}} {
+		if s.value < 0 {
+			return c, &protocol.SettingError{Setting: s.name, Err: fmt.Errorf("%d must be positive", s.value)}
 		}
 	}
 	if c.PongTimeout < 0 {

@@ -124,7 +124,8 @@ func nonEmpty(fs *flag.FlagSet, p *string, name, def, usage string) {
 }
 
 // check applies the rules that join settings of several owners, which only the binary
-// knows: which Redis is meant, and whether production was meant.
+// knows: which Redis is meant, and whether production was meant. Every broken rule is
+// reported, in the order of the checks below, so the message reads the same each time.
 func (s *settings) check() error {
 	var errs []error
 	if s.RedisCluster && s.RedisURL == "" {
@@ -143,9 +144,9 @@ func (s *settings) check() error {
 	case s.JWKS.URL == "":
 		// Development mode mints its own tokens: an issuer or audience without a
 		// JWKS means production was meant.
-		for name, v := range map[string]string{"issuer": s.JWKS.Issuer, "audience": s.JWKS.Audience} {
-			if v != "" {
-				errs = append(errs, s.Name(name, errors.New("is set but --jwks-url is not: without a JWKS lockhub would run in development mode")))
+		for _, set := range [...]struct{ name, value string }{{"issuer", s.JWKS.Issuer}, {"audience", s.JWKS.Audience}} {
+			if set.value != "" {
+				errs = append(errs, s.Name(set.name, errors.New("is set but --jwks-url is not: without a JWKS lockhub would run in development mode")))
 			}
 		}
 	}
