@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/lockhub/lockhub/cmd/flagenv"
+	"github.com/lockhub/lockhub/cmd/internal/flagenv"
 )
 
 // TestCheckOrder: the rules that join settings report every broken one, always in the
