@@ -20,7 +20,7 @@ import (
 // request is refused.
 
 // isAdmin says whether the socket's token has the admin role.
-func (c *conn) isAdmin() bool { return c.ident.HasRole(c.h.cfg.AdminRole) }
+func (c *conn) isAdmin() bool { return c.h.cfg.Roles.IsAdmin(c.ident) }
 
 // refuseAdmin answers forbidden to a console request of a socket without the role.
 func (c *conn) refuseAdmin(req protocol.Request) bool {
@@ -28,7 +28,7 @@ func (c *conn) refuseAdmin(req protocol.Request) bool {
 		return false
 	}
 	c.sendError(req, &protocol.Error{Code: protocol.CodeForbidden,
-		Message: fmt.Sprintf("%s needs the role %s", req.Type, c.h.cfg.AdminRole)})
+		Message: fmt.Sprintf("%s needs the role %s", req.Type, c.h.cfg.Roles.Admin)})
 	return true
 }
 

@@ -95,9 +95,9 @@ func TestAdminFrames(t *testing.T) {
 	}
 }
 
-// TestAdminRoleConfigured: the console's frames follow Config.AdminRole.
+// TestAdminRoleConfigured: the console's frames follow Config.Roles.Admin.
 func TestAdminRoleConfigured(t *testing.T) {
-	th := startMini(t, hubOptions{hub: func(c *Config) { c.AdminRole = "Ops.Locks" }})
+	th := startMini(t, hubOptions{hub: func(c *Config) { c.Roles.Admin = "Ops.Locks" }})
 	ctx := tctx(t)
 	_, err := th.dialAs("acme", protocol.Holder{OID: "u-a", Name: "A"}, auth.DefaultAdminRole).AdminLocks(ctx)
 	wantCode(t, err, protocol.CodeForbidden)

@@ -109,12 +109,10 @@ type Config struct {
 	// hub's own origin and requests without Origin are always allowed. Nil means same
 	// origin only.
 	AllowedOrigins []string
-	// TakeoverRole is the role that may take a lock over: setting "takeover-role". Zero
-	// means auth.DefaultTakeoverRole.
-	TakeoverRole string
-	// AdminRole is the role of the lock console's frames, adminLocks and forceRelease
-	// (PROTOCOL.md §10): setting "admin-role". Zero means auth.DefaultAdminRole.
-	AdminRole string
+	// Roles are the roles that may take a lock over (setting "takeover-role") and use
+	// the lock console's frames, adminLocks and forceRelease (PROTOCOL.md §10, setting
+	// "admin-role"). The zero value means auth's defaults; web.Config takes the same.
+	Roles auth.Roles
 
 	// ReleaseGrace is how long after a socket closes its locks are released, unless its
 	// holder keeps them from another socket: setting "release-grace". Zero means
@@ -215,32 +213,42 @@ const (
 	MaxInstanceTimeout = 22 * time.Second
 )
 
+// named is a value and the name an error gives it. Validation ranges over slices of
+// them, never over a map, whose order is random: of several bad values, the one
+// refused is always the same.
+type named[T any] struct {
+	name  string
+	value T
+}
+
 // withDefaults validates c and fills in every zero field: the one place defaults live.
+// The checks run in a fixed order, each group in the order of Config's fields, and the
+// first that fails is the error.
 func (c Config) withDefaults() (Config, error) {
 	if c.Store.Locks == nil || c.Store.Feed == nil || c.Store.Presence == nil || c.Store.Instances == nil || c.Store.Console == nil || c.Verifier == nil {
 		return c, errors.New("hub: Config.Store (every part) and Config.Verifier are required")
 	}
-	for setting, d := range map[string]time.Duration{"release-grace": c.ReleaseGrace, "renew-every": c.RenewEvery, "ping-every": c.PingEvery, "instance-timeout": c.InstanceTimeout, "presence-ttl": c.ViewTTL} {
-		if d < 0 {
-			return c, &protocol.SettingError{Setting: setting, Err: fmt.Errorf("%s must be positive", d)}
+	for _, s := range []named[time.Duration]{{"release-grace", c.ReleaseGrace}, {"renew-every", c.RenewEvery}, {"ping-every", c.PingEvery}, {"instance-timeout", c.InstanceTimeout}, {"presence-ttl", c.ViewTTL}} {
+		if s.value < 0 {
+			return c, &protocol.SettingError{Setting: s.name, Err: fmt.Errorf("%s must be positive", s.value)}
 		}
 	}
 	lease := c.Store.Locks.Lease()
 	if c.RenewEvery >= lease {
 		return c, &protocol.SettingError{Setting: "renew-every", Err: fmt.Errorf("%s is not shorter than the lease %s: locks would run out between renewals", c.RenewEvery, lease)}
 	}
-	for name, d := range map[string]time.Duration{
-		"AuthTimeout": c.AuthTimeout,
-		"TokenLeeway": c.TokenLeeway, "WriteTimeout": c.WriteTimeout, "OverRateGrace": c.OverRateGrace,
-		"SweepInterval": c.SweepInterval, "NudgeEvery": c.NudgeEvery,
+	for _, f := range []named[time.Duration]{
+		{"AuthTimeout", c.AuthTimeout},
+		{"TokenLeeway", c.TokenLeeway}, {"WriteTimeout", c.WriteTimeout}, {"OverRateGrace", c.OverRateGrace},
+		{"SweepInterval", c.SweepInterval}, {"NudgeEvery", c.NudgeEvery},
 	} {
-		if d < 0 {
-			return c, fmt.Errorf("hub: Config.%s must not be negative", name)
+		if f.value < 0 {
+			return c, fmt.Errorf("hub: Config.%s must not be negative", f.name)
 		}
 	}
-	for setting, n := range map[string]int{"max-connections": c.MaxConnections, "max-pending-auth": c.MaxPendingAuth, "max-locks-per-socket": c.MaxLocksPerSocket} {
-		if n < 0 {
-			return c, &protocol.SettingError{Setting: setting, Err: fmt.Errorf("%d must be positive", n)}
+	for _, s := range []named[int]{{"max-connections", c.MaxConnections}, {"max-pending-auth", c.MaxPendingAuth}, {"max-locks-per-socket", c.MaxLocksPerSocket}} {
+		if s.value < 0 {
+			return c, &protocol.SettingError{Setting: s.name, Err: fmt.Errorf("%d must be positive", s.value)}
 		}
 	}
 	if c.PongTimeout < 0 {
@@ -261,8 +269,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	c.TakeoverRole = cmp.Or(c.TakeoverRole, auth.DefaultTakeoverRole)
-	c.AdminRole = cmp.Or(c.AdminRole, auth.DefaultAdminRole)
+	c.Roles = c.Roles.WithDefaults()
 	c.ReleaseGrace = cmp.Or(c.ReleaseGrace, DefaultReleaseGrace)
 	c.RenewEvery = cmp.Or(c.RenewEvery, min(DefaultRenewEvery, lease*2/5))
 	c.AuthTimeout = cmp.Or(c.AuthTimeout, protocol.AuthTimeout)

@@ -62,7 +62,8 @@
 // # The lock console
 //
 // The lock console's frames, adminLocks and forceRelease (admin.go), are served only to
-// a socket whose current token has Config.AdminRole, and only within its tenant.
+// a socket whose current token has the admin role of Config.Roles, and only within its
+// tenant.
 //
 // # Release on disconnect
 //

@@ -324,7 +324,7 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.TakeoverRole != "Locks.TakeOver" || c.ReleaseGrace != 10*time.Second || c.RenewEvery != 2*time.Minute ||
+	if c.Roles != (auth.Roles{Takeover: "Locks.TakeOver", Admin: "Locks.Admin"}) || c.ReleaseGrace != 10*time.Second || c.RenewEvery != 2*time.Minute ||
 		c.AuthTimeout != 10*time.Second || c.TokenLeeway != 5*time.Second || c.SendQueue != 256 ||
 		c.RateLimit != 50 || c.RateBurst != 100 || c.OverRateGrace != 10*time.Second || c.SweepInterval != time.Second {
 		t.Fatalf("defaults = %+v", c)

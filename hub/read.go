@@ -149,7 +149,7 @@ func (c *conn) authenticate(typ websocket.MessageType, data []byte) {
 		RenewMs:      c.h.cfg.RenewEvery.Milliseconds(),
 		ServerTime:   protocol.NewTime(time.Now()),
 		Lockable:     c.h.store.Locks.Registry().Types(),
-		CanTakeOver:  id.HasRole(c.h.cfg.TakeoverRole),
+		CanTakeOver:  c.h.cfg.Roles.CanTakeOver(id),
 	})
 }
 
@@ -226,7 +226,7 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 		if c.overLockLimit(req, ref) {
 			break
 		}
-		res, err := c.h.store.Locks.Takeover(c.h.ctx, ref, holder, c.id, c.ident.HasRole(c.h.cfg.TakeoverRole))
+		res, err := c.h.store.Locks.Takeover(c.h.ctx, ref, holder, c.id, c.h.cfg.Roles.CanTakeOver(c.ident))
 		c.answer(req, res, err)
 	case protocol.FrameWatch:
 		c.watch(req)

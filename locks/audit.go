@@ -137,7 +137,7 @@ func (s *Console) Audit(ctx context.Context, tenant string, q AuditQuery) (Audit
 	if q.EntityType != "" && !ValidType(q.EntityType) {
 		return AuditPage{}, &InvalidEntityError{Field: "entityType", Value: q.EntityType}
 	}
-	if q.EntityUID != "" && !validName(q.EntityUID, 128, true) {
+	if q.EntityUID != "" && !protocol.ValidUID(q.EntityUID) {
 		return AuditPage{}, &InvalidEntityError{Field: "entityUid", Value: q.EntityUID}
 	}
 	q.Limit = cmp.Or(q.Limit, DefaultAuditLimit)

@@ -8,39 +8,18 @@ import (
 	"github.com/lockhub/lockhub/protocol"
 )
 
-// ErrInvalidEntity is matched (errors.Is) by every *InvalidEntityError.
-var ErrInvalidEntity = errors.New("locks: invalid entity")
+// ErrInvalidEntity is protocol.ErrInvalidEntity, matched (errors.Is) by every
+// *InvalidEntityError.
+var ErrInvalidEntity = protocol.ErrInvalidEntity
 
 // ErrNotLockable is matched (errors.Is) by every *NotLockableError.
 var ErrNotLockable = errors.New("locks: type is not lockable")
 
 // InvalidEntityError says which part of a request failed the rules of PROTOCOL.md §1.
-// Nothing was written. Transports answer it as invalid_entity.
-type InvalidEntityError struct {
-	Field string // "tenant", "entityType", "entityUid" or "holderOid"
-	Value string
-}
-
-func (e *InvalidEntityError) Error() string { return "locks: " + e.ClientMessage() }
-
-// ErrorCode returns protocol.CodeInvalidEntity.
-func (e *InvalidEntityError) ErrorCode() protocol.ErrorCode { return protocol.CodeInvalidEntity }
-
-// ClientMessage says which name breaks which rule.
-func (e *InvalidEntityError) ClientMessage() string {
-	v := e.Value
-	if len(v) > 80 {
-		v = v[:80] + "…"
-	}
-	rule := "[A-Za-z0-9_.-]{1,64}"
-	if e.Field == "entityUid" || e.Field == "holderOid" {
-		rule = "[A-Za-z0-9_.:-]{1,128}"
-	}
-	return fmt.Sprintf("invalid %s %q: must match %s", e.Field, v, rule)
-}
-
-// Is makes errors.Is(err, ErrInvalidEntity) true.
-func (e *InvalidEntityError) Is(target error) bool { return target == ErrInvalidEntity }
+// Nothing was written. Transports answer it as invalid_entity. It is
+// protocol.InvalidEntityError, where the rules live, so that token checks use them
+// without this package.
+type InvalidEntityError = protocol.InvalidEntityError
 
 // NotLockableError refuses an entity type that is not registered as lockable, naming
 // the types that are, so a frontend that names an unmarked entity fails loudly.
@@ -63,7 +42,4 @@ func (e *NotLockableError) ClientMessage() string {
 // Is makes errors.Is(err, ErrNotLockable) true.
 func (e *NotLockableError) Is(target error) bool { return target == ErrNotLockable }
 
-var (
-	_ protocol.ClientError = (*InvalidEntityError)(nil)
-	_ protocol.ClientError = (*NotLockableError)(nil)
-)
+var _ protocol.ClientError = (*NotLockableError)(nil)

@@ -68,6 +68,12 @@
 //
 //	S: {"id":"7","type":"error","code":"bad_request","message":"missing entityUid"}
 //
+// Names. A well-formed frame whose entity type or uid breaks the rules of §1 (ValidType,
+// ValidUID) is answered with CodeInvalidEntity, the code of an *InvalidEntityError, and
+// nothing is written; a token whose tenant or oid breaks them (ValidTenant, ValidOID)
+// is refused like any bad token. The store, both transports and the token checks all
+// use these functions.
+//
 // Closing. Past the rate limit each request gets CodeRateLimited; a client still over
 // it RateLimitGrace later is closed with CloseTooMany (4429), as is a client too slow
 // to read its frames. A hub shutting down closes with CloseGoingAway (1001): the

@@ -2,12 +2,19 @@ package protocol
 
 import "time"
 
+// Version is the version of the contract this package implements: the one the title
+// of PROTOCOL.md names. Each version keeps every rule of the one before, so it is not
+// negotiated on the wire; a test pins it to PROTOCOL.md.
+const Version = 2
+
 // Subprotocol is the WebSocket subprotocol (RFC 6455 §1.9) of this contract. A client
-// asks for it in Sec-WebSocket-Protocol and the hub accepts no other.
+// asks for it in Sec-WebSocket-Protocol and the hub accepts no other. PROTOCOL.md §4
+// fixes it for every version of the contract: its suffix, SubprotocolVersion, is the
+// version of the frames' wire format, not Version.
 const Subprotocol = "lockhub.v1"
 
-// Version is the version of this contract, the suffix of Subprotocol.
-const Version = 1
+// SubprotocolVersion is the suffix of Subprotocol.
+const SubprotocolVersion = 1
 
 // Limits of PROTOCOL.md §4.
 const (

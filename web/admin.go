@@ -49,8 +49,8 @@ func (s *Server) adminRoutes(r chi.Router) {
 // requireAdmin answers 403 forbidden to a caller without the admin role.
 func (s *Server) requireAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !identity(r).HasRole(s.adminRole) {
-			s.fail(w, r, Errorf(protocol.CodeForbidden, "the lock console needs the role %s", s.adminRole))
+		if !s.roles.IsAdmin(identity(r)) {
+			s.fail(w, r, Errorf(protocol.CodeForbidden, "the lock console needs the role %s", s.roles.Admin))
 			return
 		}
 		next.ServeHTTP(w, r)

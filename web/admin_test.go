@@ -146,10 +146,10 @@ func TestAdminAPI(t *testing.T) {
 	}
 }
 
-// TestAdminRoleConfigured: with AdminRole set, that role opens the console and the
+// TestAdminRoleConfigured: with Roles.Admin set, that role opens the console and the
 // default one does not.
 func TestAdminRoleConfigured(t *testing.T) {
-	e := newEnvWith(t, func(c *web.Config) { c.AdminRole = "Ops.Locks" })
+	e := newEnvWith(t, func(c *web.Config) { c.Roles.Admin = "Ops.Locks" })
 	wantStatus(t, e.do(req{method: "GET", path: "/api/admin/locks", token: e.token("acme", "u-a", "A", "Locks.Admin")}), 403, "forbidden")
 	wantStatus(t, e.do(req{method: "GET", path: "/api/admin/locks", token: e.token("acme", "u-b", "B", "Ops.Locks")}), http.StatusOK, "")
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/lockhub/lockhub/hub/auth"
-	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -58,7 +57,7 @@ func verify(r *http.Request, v auth.Verifier, log *slog.Logger) (auth.Identity, 
 		return auth.Identity{}, &Error{Code: protocol.CodeUnauthorized, Message: "an Authorization: Bearer <token> header is required"}
 	}
 	id, err := v.Verify(r.Context(), token)
-	if err == nil && (!locks.ValidTenant(id.Tenant) || !locks.ValidOID(id.OID)) {
+	if err == nil && (!protocol.ValidTenant(id.Tenant) || !protocol.ValidOID(id.OID)) {
 		// PROTOCOL.md §4: a token whose tenant or oid fails §1 is refused like any bad
 		// token, whatever Verifier let it through.
 		err = fmt.Errorf("%w: the token's tenant or oid is not a valid name", auth.ErrUnauthorized)

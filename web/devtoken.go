@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -34,12 +33,12 @@ func (s *Server) devToken(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if !locks.ValidTenant(req.Tenant) {
-		s.fail(w, r, &locks.InvalidEntityError{Field: "tenant", Value: req.Tenant})
+	if !protocol.ValidTenant(req.Tenant) {
+		s.fail(w, r, &protocol.InvalidEntityError{Field: "tenant", Value: req.Tenant})
 		return
 	}
-	if !locks.ValidOID(req.OID) {
-		s.fail(w, r, &locks.InvalidEntityError{Field: "holderOid", Value: req.OID})
+	if !protocol.ValidOID(req.OID) {
+		s.fail(w, r, &protocol.InvalidEntityError{Field: "holderOid", Value: req.OID})
 		return
 	}
 	if req.Name == "" {

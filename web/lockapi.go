@@ -88,7 +88,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 // takeover: POST /api/locks/{type}/{uid}/takeover.
 func (s *Server) takeover(w http.ResponseWriter, r *http.Request) {
 	id := identity(r)
-	res, err := s.store.Takeover(r.Context(), ref(r, id), id.Holder(), "", id.HasRole(s.takeoverRole))
+	res, err := s.store.Takeover(r.Context(), ref(r, id), id.Holder(), "", s.roles.CanTakeOver(id))
 	if err != nil {
 		s.fail(w, r, err)
 		return

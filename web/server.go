@@ -68,12 +68,10 @@ type Config struct {
 	// means such requests answer 404 not_found (cmd/lockhub mounts the demo domain,
 	// web/demo, here).
 	App http.Handler
-	// TakeoverRole is the role a token needs to take a lock over. Zero means
-	// "Locks.TakeOver".
-	TakeoverRole string
-	// AdminRole is the role a token needs for the lock console (PROTOCOL.md §10):
-	// setting "admin-role". Zero means auth.DefaultAdminRole.
-	AdminRole string
+	// Roles are the roles a token needs to take a lock over (setting "takeover-role")
+	// and for the lock console (PROTOCOL.md §10, setting "admin-role"). The zero value
+	// means auth's defaults; give the hub's Config the same.
+	Roles auth.Roles
 	// Logger receives request failures and guard warnings. Nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the HTTP metrics. Nil means a new registry of the Server's
@@ -96,18 +94,17 @@ type Config struct {
 // Server is the HTTP side of lockhub, an http.Handler serving every route of
 // PROTOCOL.md §5 and §7. It is safe for concurrent use.
 type Server struct {
-	store        LockStore
-	console      AdminStore
-	verifier     auth.Verifier
-	dev          TokenIssuer
-	takeoverRole string
-	adminRole    string
-	log          *slog.Logger
-	app          http.Handler // nil without Config.App
-	bodyTimeout  time.Duration
-	static       fs.FS
-	met          *httpMetrics
-	mux          *chi.Mux
+	store       LockStore
+	console     AdminStore
+	verifier    auth.Verifier
+	dev         TokenIssuer
+	roles       auth.Roles // with defaults
+	log         *slog.Logger
+	app         http.Handler // nil without Config.App
+	bodyTimeout time.Duration
+	static      fs.FS
+	met         *httpMetrics
+	mux         *chi.Mux
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -121,16 +118,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("web: Config.Verifier is required")
 	}
 	s := &Server{
-		store:        cfg.Store,
-		console:      cfg.Console,
-		verifier:     cfg.Verifier,
-		dev:          cfg.DevTokens,
-		takeoverRole: cmp.Or(cfg.TakeoverRole, auth.DefaultTakeoverRole),
-		adminRole:    cmp.Or(cfg.AdminRole, auth.DefaultAdminRole),
-		log:          cfg.Logger,
-		static:       cfg.Static,
-		app:          cfg.App,
-		bodyTimeout:  cfg.BodyTimeout,
+		store:       cfg.Store,
+		console:     cfg.Console,
+		verifier:    cfg.Verifier,
+		dev:         cfg.DevTokens,
+		roles:       cfg.Roles.WithDefaults(),
+		log:         cfg.Logger,
+		static:      cfg.Static,
+		app:         cfg.App,
+		bodyTimeout: cfg.BodyTimeout,
 	}
 	if s.log == nil {
 		s.log = slog.Default()

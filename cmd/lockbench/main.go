@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockhub/lockhub/cmd/flagenv"
+	"github.com/lockhub/lockhub/cmd/internal/flagenv"
 )
 
 func main() {

@@ -25,7 +25,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
 	"github.com/lockhub/lockhub/hub/auth/authtest"
-	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
 )
 
 // testNow is the fixed clock of the token tests: expiry is decided by it, not by the
@@ -90,7 +90,7 @@ func TestDevIssueValidates(t *testing.T) {
 	}
 	for _, tc := range []struct{ tenant, oid string }{{"acme}", "u-ada"}, {"acme", "a}b"}, {"", "u"}, {"acme", ""}} {
 		_, err := d.Issue(tc.tenant, tc.oid, "x", nil)
-		if !errors.Is(err, locks.ErrInvalidEntity) {
+		if !errors.Is(err, protocol.ErrInvalidEntity) {
 			t.Errorf("Issue(%q, %q) = %v, want an invalid entity error", tc.tenant, tc.oid, err)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jws"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
-	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/protocol"
 )
 
 // DevConfig configures a Dev. The zero value works.
@@ -84,7 +84,7 @@ func NewDev(cfg DevConfig) (*Dev, error) {
 }
 
 // Issue returns a token for the given identity, valid for the configured TTL. A tenant
-// or oid that fails the rules of PROTOCOL.md §1 is a *locks.InvalidEntityError.
+// or oid that fails the rules of PROTOCOL.md §1 is a *protocol.InvalidEntityError.
 func (d *Dev) Issue(tenant, oid, name string, roles []string) (string, error) {
 	return d.IssueWithExpiry(tenant, oid, name, roles, d.now().Add(d.ttl))
 }
@@ -93,11 +93,11 @@ func (d *Dev) Issue(tenant, oid, name string, roles []string) (string, error) {
 // of expiry. JWT times have one-second precision (RFC 7519 §2, NumericDate), so exp is
 // exp truncated to the second.
 func (d *Dev) IssueWithExpiry(tenant, oid, name string, roles []string, exp time.Time) (string, error) {
-	if !locks.ValidTenant(tenant) {
-		return "", &locks.InvalidEntityError{Field: "tenant", Value: tenant}
+	if !protocol.ValidTenant(tenant) {
+		return "", &protocol.InvalidEntityError{Field: "tenant", Value: tenant}
 	}
-	if !locks.ValidOID(oid) {
-		return "", &locks.InvalidEntityError{Field: "holderOid", Value: oid}
+	if !protocol.ValidOID(oid) {
+		return "", &protocol.InvalidEntityError{Field: "holderOid", Value: oid}
 	}
 	if roles == nil {
 		roles = []string{}

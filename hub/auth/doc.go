@@ -8,7 +8,8 @@
 // answers with close code 4401 and HTTP with 401. Package hub checks the auth frame of
 // a socket with it, package web the Authorization header of a request.
 //
-// Start with Verifier and Identity; NewJWKS and NewDev make the two verifiers.
+// Start with Verifier and Identity; NewJWKS and NewDev make the two verifiers. Roles is
+// the role policy both transports check an Identity with (takeover, the lock console).
 // Package authtest is an identity provider for tests.
 //
 // # Concurrency

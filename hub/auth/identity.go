@@ -14,14 +14,13 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
-	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 )
 
 // Identity is who a verified token says the caller is (PROTOCOL.md §6).
 type Identity struct {
-	Tenant  string    // the tenant claim ("tid"); valid per locks.ValidTenant
-	OID     string    // the holder's object id ("oid"); valid per locks.ValidOID
+	Tenant  string    // the tenant claim ("tid"); valid per protocol.ValidTenant
+	OID     string    // the holder's object id ("oid"); valid per protocol.ValidOID
 	Name    string    // display name ("name"), cleaned by CleanName; the oid when that leaves nothing
 	Roles   []string  // roles ("roles")
 	Expires time.Time // the token's exp; never zero for a verified token
@@ -44,14 +43,6 @@ type Verifier interface {
 // whose tenant or oid fails the rules of PROTOCOL.md §1. Transports answer it with
 // close code 4401 or HTTP 401.
 var ErrUnauthorized = errors.New("auth: unauthorized")
-
-// DefaultTakeoverRole is the role that may take a lock over (PROTOCOL.md §6) when none
-// is configured: setting "takeover-role".
-const DefaultTakeoverRole = "Locks.TakeOver"
-
-// DefaultAdminRole is the role of the lock console (PROTOCOL.md §10) when none is
-// configured: setting "admin-role".
-const DefaultAdminRole = "Locks.Admin"
 
 // The default claim names of ClaimNames.
 const (
@@ -128,10 +119,10 @@ func identityOf(payload []byte, c checks) (Identity, error) {
 	if id.Expires.IsZero() {
 		return Identity{}, unauthorized("token has no exp")
 	}
-	if id.Tenant = cl.tenant; !locks.ValidTenant(id.Tenant) {
+	if id.Tenant = cl.tenant; !protocol.ValidTenant(id.Tenant) {
 		return Identity{}, unauthorized("claim %q is missing or not a valid tenant", c.names.Tenant)
 	}
-	if id.OID = cl.oid; !locks.ValidOID(id.OID) {
+	if id.OID = cl.oid; !protocol.ValidOID(id.OID) {
 		return Identity{}, unauthorized("claim %q is missing or not a valid oid", c.names.OID)
 	}
 	// Optional: a holder without a name is shown by its oid. Cleaned here, the one

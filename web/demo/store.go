@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 	"github.com/lockhub/lockhub/testdata"
 	"github.com/lockhub/lockhub/web"
@@ -89,7 +88,7 @@ func newApprovalStore(rdb redis.UniversalClient, timeout time.Duration, log *slo
 		cas: redis.NewScript(casSrc), del: redis.NewScript(deleteSrc), seedSc: redis.NewScript(seedSrc),
 	}
 	for _, r := range seed {
-		if !locks.ValidOID(r.UID) { // the uid rule of PROTOCOL.md §1
+		if !protocol.ValidUID(r.UID) { // PROTOCOL.md §1
 			return nil, fmt.Errorf("demo: testdata/approval-requests.json: invalid uid %q", r.UID)
 		}
 		s.seedVal = append(s.seedVal, encodeRow(r))

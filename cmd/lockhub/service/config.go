@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/lockhub/lockhub/cmd/flagenv"
+	"github.com/lockhub/lockhub/cmd/internal/flagenv"
 	"github.com/lockhub/lockhub/hub"
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
@@ -30,7 +30,7 @@ type Config struct {
 	// are the claim names of either.
 	JWKS     auth.JWKSConfig
 	Store    locks.Config // Lease
-	Hub      hub.Config   // ReleaseGrace, RenewEvery, TakeoverRole, AdminRole, AllowedOrigins, socket limits, heartbeat
+	Hub      hub.Config   // ReleaseGrace, RenewEvery, Roles, AllowedOrigins, socket limits, heartbeat
 	LogLevel slog.Level
 	// Dev asks for development mode (PROTOCOL.md §6): tokens from POST /dev/token.
 	Dev bool
@@ -95,8 +95,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 		c.Hub.AllowedOrigins, err = hub.ParseOrigins(s)
 		return err
 	})
-	nonEmpty(fs, &c.Hub.TakeoverRole, "takeover-role", auth.DefaultTakeoverRole, "role that may take a lock over")
-	nonEmpty(fs, &c.Hub.AdminRole, "admin-role", auth.DefaultAdminRole, "role of the lock console: every live lock of the tenant, force release, the audit trail")
+	nonEmpty(fs, &c.Hub.Roles.Takeover, "takeover-role", auth.DefaultTakeoverRole, "role that may take a lock over")
+	nonEmpty(fs, &c.Hub.Roles.Admin, "admin-role", auth.DefaultAdminRole, "role of the lock console: every live lock of the tenant, force release, the audit trail")
 	fs.BoolVar(&c.Dev, "dev", false, "development mode: lockhub signs its own tokens (POST /dev/token) and serves the demo; on by itself only with neither --redis-url nor --jwks-url")
 	fs.BoolVar(&c.Demo, "demo", false, "serve the demo domain and page outside development mode")
 	fs.IntVar(&c.Hub.MaxConnections, "max-connections", hub.DefaultMaxConnections, "sockets this instance holds at most; a handshake beyond is refused with 503")
@@ -124,7 +124,8 @@ func nonEmpty(fs *flag.FlagSet, p *string, name, def, usage string) {
 }
 
 // check applies the rules that join settings of several owners, which only the binary
-// knows: which Redis is meant, and whether production was meant.
+// knows: which Redis is meant, and whether production was meant. Every broken rule is
+// reported, in the order of the checks below, so the message reads the same each time.
 func (s *settings) check() error {
 	var errs []error
 	if s.RedisCluster && s.RedisURL == "" {
@@ -143,9 +144,9 @@ func (s *settings) check() error {
 	case s.JWKS.URL == "":
 		// Development mode mints its own tokens: an issuer or audience without a
 		// JWKS means production was meant.
-		for name, v := range map[string]string{"issuer": s.JWKS.Issuer, "audience": s.JWKS.Audience} {
-			if v != "" {
-				errs = append(errs, s.Name(name, errors.New("is set but --jwks-url is not: without a JWKS lockhub would run in development mode")))
+		for _, set := range [...]struct{ name, value string }{{"issuer", s.JWKS.Issuer}, {"audience", s.JWKS.Audience}} {
+			if set.value != "" {
+				errs = append(errs, s.Name(set.name, errors.New("is set but --jwks-url is not: without a JWKS lockhub would run in development mode")))
 			}
 		}
 	}

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockhub/lockhub/cmd/flagenv"
+	"github.com/lockhub/lockhub/cmd/internal/flagenv"
 	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -206,10 +206,10 @@ func TestConfigFlagWinsOverEnvironment(t *testing.T) {
 	if strings.Join(c.Lockable, ",") != "Order,ApprovalRequest" || len(c.Hub.AllowedOrigins) != 2 {
 		t.Fatalf("config %+v", c)
 	}
-	if c.Hub.AdminRole != "Env.Admin" {
-		t.Fatalf("admin role %q, want the environment's", c.Hub.AdminRole)
+	if c.Hub.Roles.Admin != "Env.Admin" {
+		t.Fatalf("admin role %q, want the environment's", c.Hub.Roles.Admin)
 	}
-	if c.Hub.TakeoverRole != "Locks.TakeOver" || c.Hub.ReleaseGrace != 10*time.Second || c.Listen != "127.0.0.1:8080" || !c.Development() { // the development default
+	if c.Hub.Roles.Takeover != "Locks.TakeOver" || c.Hub.ReleaseGrace != 10*time.Second || c.Listen != "127.0.0.1:8080" || !c.Development() { // the development default
 		t.Fatalf("defaults: %+v", c) // an empty variable counts as unset
 	}
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockhub/lockhub/cmd/flagenv"
+	"github.com/lockhub/lockhub/cmd/internal/flagenv"
 	"github.com/lockhub/lockhub/hub"
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
@@ -222,7 +222,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	wcfg := web.Config{
 		Store: store.Locks, Console: store.Console, Verifier: verifier, Hub: h,
-		TakeoverRole: cfg.Hub.TakeoverRole, AdminRole: cfg.Hub.AdminRole, Logger: log, Registerer: reg, Gatherer: reg,
+		Roles: cfg.Hub.Roles, Logger: log, Registerer: reg, Gatherer: reg,
 		NoMetrics: cfg.MetricsListen != "",
 	}
 	if cfg.DemoOn() {

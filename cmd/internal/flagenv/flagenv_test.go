@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockhub/lockhub/cmd/flagenv"
+	"github.com/lockhub/lockhub/cmd/internal/flagenv"
 )
 
 type settings struct {
