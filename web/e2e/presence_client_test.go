@@ -330,7 +330,7 @@ func TestPresenceClient(t *testing.T) {
 			t.Errorf("the form without presence: %s", eval[string](t, e.tab, `JSON.stringify(`+presenceDiag+`)`))
 		}
 		eval[bool](t, e.tab, `(f.close(), true)`)
-		c.noFrame(t, "unview", 300*time.Millisecond)
+		e.noFrame(t, c, "unview")
 	})
 
 	// Grids never view: only forms on an entity get its presence.
@@ -340,7 +340,7 @@ func TestPresenceClient(t *testing.T) {
 		c := e.start(t, `{}`, welcomeOpts{})
 		eval[bool](t, e.tab, `(window.g = client.lockGrid(document.getElementById('grid'), 'ApprovalRequest', 'data-uid'), true)`)
 		c.reply(t, c.expect(t, "watch"), "snapshot", map[string]any{"entityType": "ApprovalRequest", "locks": []any{}})
-		c.noFrame(t, "view", 400*time.Millisecond)
+		e.noFrame(t, c, "view")
 		// A stray presence frame breaks nothing.
 		c.send(t, presence(viewer("u-ada", "Ada Lovelace", 0)))
 		c.send(t, event("Acquired", lock("r-1", "u-ada", "Ada Lovelace", time.Minute), nil))
