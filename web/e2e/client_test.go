@@ -1067,16 +1067,7 @@ func TestClient(t *testing.T) {
 		t.Parallel()
 		e := newClientEnv(t, browser)
 		c := e.start(t, `{}`, welcomeOpts{})
-		eval[bool](t, e.tab, openFormR1)
-		for range 2 {
-			f := c.next(t, 5*time.Second)
-			switch f.str("type") {
-			case "watch":
-				c.reply(t, f, "snapshot", map[string]any{"entityType": "ApprovalRequest", "locks": []any{}})
-			case "claim":
-				c.reply(t, f, "result", map[string]any{"outcome": "locked", "lock": lock("r-1", "u-ada", "Ada Lovelace", 800*time.Millisecond)})
-			}
-		}
+		openForm(t, e, c, openFormR1, map[string]any{"outcome": "locked", "lock": lock("r-1", "u-ada", "Ada Lovelace", 800*time.Millisecond)}, nil)
 		// No Released, no Expired: the lease passes and the form tries on its own.
 		req := c.waitFrame(t, "claim", 3*time.Second)
 		c.reply(t, req, "result", map[string]any{"outcome": "acquired", "lock": lock("r-1", "u-me", "Me Myself", 5*time.Minute)})
