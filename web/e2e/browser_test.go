@@ -9,9 +9,11 @@ import (
 	"image/color"
 	"image/draw"
 	"image/png"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -245,19 +247,23 @@ func eval[T any](t *testing.T, tb *tab, js string) T {
 	return v
 }
 
-// checkAll evaluates each named check, a JS expression that must be true, and reports
-// each that is not; diag, when not empty, is evaluated and added to a report.
+// checkAll evaluates each named check, a JS expression that must be true, as a
+// subtest of that name (in the order of the names), and reports each that is not;
+// diag, when not empty, is evaluated and added to a report.
 func checkAll(t *testing.T, tb *tab, checks map[string]string, diag string) {
 	t.Helper()
-	for name, js := range checks {
-		if eval[bool](t, tb, js) {
-			continue
-		}
-		if diag != "" {
-			t.Errorf("%s: %s is false; %s", name, short(js), eval[string](t, tb, diag))
-		} else {
-			t.Errorf("%s: %s is false", name, short(js))
-		}
+	for _, name := range slices.Sorted(maps.Keys(checks)) {
+		js := checks[name]
+		t.Run(name, func(t *testing.T) {
+			if eval[bool](t, tb, js) {
+				return
+			}
+			if diag != "" {
+				t.Errorf("%s is false; %s", short(js), eval[string](t, tb, diag))
+			} else {
+				t.Errorf("%s is false", short(js))
+			}
+		})
 	}
 }
 

@@ -70,7 +70,12 @@ func TestLockConsole(t *testing.T) {
 		`document.querySelector('[data-testid="console-entry"]').textContent.includes('by Barbara Liskov')`, 5*time.Second, consoleDiag)
 	saveShot(t, "10-console-force-release", pAda, pBarbara)
 
-	// Ada's form does not claim it back on its own.
+	// Ada's form does not claim it back on its own. A claim would have gone out as her
+	// page read the release, before her form ended; the hub answers a socket's requests
+	// in order, so her locks as it lists them in answer to a later request would show it.
+	if eval[bool](t, pAda, `lockhubDemo.client.mine().then((locks) => locks.some((l) => l.entityUid === 'r-1001'))`) {
+		t.Error("Ada holds r-1001 again after the force release")
+	}
 	if eval[bool](t, pAda, `lockhubDemo.client.held().some((l) => l.entityUid === 'r-1001')`) {
 		t.Error("Ada's client holds r-1001 again after the force release")
 	}

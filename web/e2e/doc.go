@@ -10,6 +10,13 @@
 // no 'unsafe-inline'), and the client tests fail on any violation the tab reports;
 // the demo page's test fails on any console error at all.
 //
+// No test asserts that nothing happens by waiting a while. Against the fake hub, the
+// absence of a frame is checked after a barrier (clientEnv.barrier in client_test.go): a
+// round trip on the client's socket, whose end comes after anything the client sends in
+// answer to what came before it. Against the real hub, a page's request answered
+// (the hub answers a socket's requests in order) does the same. Where the absence is
+// of something a timer would do, a test waits for a sign that its time has come.
+//
 // Start with story_test.go. browser_test.go starts Chromium and holds the small
 // helpers (evaluate, poll with a deadline, click, the console of a tab, side-by-side
 // screenshots).

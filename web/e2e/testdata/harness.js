@@ -35,4 +35,15 @@ window.start = (opts = {}) => {
   });
   return true;
 };
+// The page's half of a barrier (client_test.go, clientEnv.barrier): a ping, and once it
+// is answered a second one, which goes out after everything the client did in answer to
+// the frames the hub sent before the first answer. n marks both as barrier n's, apart
+// from the heartbeat's pings. A failure shows on the Go side as a ping that never came.
+window.barrier = (n) => {
+  window.client
+    .request({ type: 'ping', barrier: `${n}.1` })
+    .then(() => window.client.request({ type: 'ping', barrier: `${n}.2` }))
+    .catch(() => {});
+  return true;
+};
 window.harnessReady = true;
