@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -44,7 +43,7 @@ func (c *conn) readLoop() {
 		for len(c.inbox) >= maxInbox && !c.finished {
 			c.room.Wait() // the client sends faster than it is answered: push back
 		}
-		if c.closeCode == 0 && !c.finished {
+		if !c.finished && !c.out.closing() {
 			c.inbox = append(c.inbox, inFrame{typ, data})
 			if !c.handling {
 				c.handling = true
@@ -56,20 +55,22 @@ func (c *conn) readLoop() {
 	}
 }
 
-// handleLoop answers queued frames until none is left.
+// handleLoop answers queued frames until none is left. The answers it queues it
+// writes itself (writeAnswers), between its beginAnswers and endAnswers.
 func (c *conn) handleLoop() {
 	defer c.wg.Done()
+	c.out.beginAnswers()
 	held := 0 // frames handled since the last writeAnswers
 	for {
 		c.mu.Lock()
-		if len(c.inbox) == 0 || c.closeCode != 0 || c.finished {
+		if len(c.inbox) == 0 || c.finished || c.out.closing() {
 			c.inbox = nil
 			c.handling = false
 			c.room.Broadcast()
+			c.mu.Unlock()
 			// What another goroutine queued for the handler to write since the last
 			// writeAnswers: a writer writes it now.
-			c.startWriterLocked()
-			c.mu.Unlock()
+			c.out.endAnswers()
 			return
 		}
 		f := c.inbox[0]
@@ -89,7 +90,7 @@ func (c *conn) handleLoop() {
 			continue
 		}
 		held = 0
-		c.writeAnswers()
+		c.out.writeAnswers()
 	}
 }
 
@@ -109,7 +110,7 @@ func (c *conn) readEnded(err error) {
 		if !c.authedNow() {
 			c.h.met.limits.WithLabelValues(limitPreAuthFrame).Inc()
 		}
-	case websocket.CloseStatus(err) != -1, c.closing():
+	case websocket.CloseStatus(err) != -1, c.out.closing():
 		// The client closed, or the hub did: nothing to say.
 	default:
 		c.h.log.LogAttrs(c.h.ctx, slog.LevelDebug, "socket ended", slog.String("conn", c.id), slog.String("error", err.Error()))
@@ -350,7 +351,7 @@ func (c *conn) watch(req protocol.Request) {
 		c.sendError(req, err)
 		return
 	}
-	start := c.beginSnapshot(typ)
+	start := c.out.beginSnapshot(typ)
 	if !c.isWatching(typ) {
 		c.watched = append(c.watched, typ)
 		c.h.addWatcher(watchKey{c.ident.Tenant, typ}, c)
@@ -369,26 +370,7 @@ func (c *conn) watch(req protocol.Request) {
 	// garbage and so of the collections a crowd pays for.
 	buf := frameBufs.Get().(*[]byte)
 	*buf = appendSnapshot((*buf)[:0], req, typ, list)
-	c.endSnapshot(typ, start, outFrame{b: *buf, typ: protocol.FrameSnapshot, buf: buf})
-}
-
-// frameBufs holds the buffers of frames built for one socket and written once (see
-// outFrame.buf).
-var frameBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxFrameBuf is the largest buffer frameBufs keeps: a snapshot of a few hundred locks.
-const maxFrameBuf = 64 << 10
-
-// recycle gives f's buffer back to frameBufs, once f is written. f must not be used
-// after.
-func (f outFrame) recycle() { putFrameBuf(f.buf) }
-
-// putFrameBuf gives buf (nil: none) back to frameBufs, unless it grew past maxFrameBuf.
-func putFrameBuf(buf *[]byte) {
-	if buf != nil && cap(*buf) <= maxFrameBuf {
-		*buf = (*buf)[:0]
-		frameBufs.Put(buf)
-	}
+	c.out.endSnapshot(typ, start, outFrame{b: *buf, typ: protocol.FrameSnapshot, buf: buf})
 }
 
 // checkType refuses a type that is not a valid name or not lockable, as the store
@@ -435,6 +417,9 @@ func (c *conn) refresh(req protocol.Request) {
 	c.armExpiry()
 	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Outcome: protocol.OutcomeRefreshed})
 }
+
+// sendJSON encodes v and queues it.
+func (c *conn) sendJSON(typ protocol.FrameType, v any) { c.out.send(encodeFrame(typ, v)) }
 
 // sendError answers req with the error frame err maps to.
 func (c *conn) sendError(req protocol.Request, err error) {
