@@ -8,7 +8,6 @@ import (
 	"net"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -27,18 +26,24 @@ import (
 //   - the handler: started when a frame is queued and gone when none is left, it
 //     answers the frames one at a time, in order. Token checks, store calls and JSON
 //     run here.
-//   - the writer: started when a frame is queued to be sent and gone when none is
-//     left; the only writer of the socket (see write.go). The handler writes its own
-//     answers, when no writer runs, in the writer's stead.
-//   - the closer: the close handshake, started by closeWith.
+//   - the heartbeat: a Ping on its way, started by onTimer.
+//   - the writer and the closer, the sender's (out): the writer is started when a
+//     frame is queued to be sent and gone when none is left, the only writer of the
+//     socket but for the handler, which writes its own answers in the writer's stead;
+//     the closer is the close handshake, started by closeWith.
 //
-// run joins the other three before it tears down.
+// run joins the others before it tears down: the handler and the heartbeat through
+// wg, the writer and the closer through out.wait.
+//
+// Everything the socket sends goes through out, which has a lock of its own: conn.mu
+// is never held while out is called, nor out's lock while conn.mu is taken (out calls
+// back only probe, with its lock released).
 type conn struct {
 	h       *Hub
 	ws      *websocket.Conn
-	netConn net.Conn     // the hijacked connection: write deadlines, and abort
-	frames  *frameWriter // under ws's write buffer (hijack.go); nil without netConn
-	id      string       // connection id: the welcome's connectionId, and the store's conn
+	netConn net.Conn // the hijacked connection, to abort; nil when there is none
+	id      string   // connection id: the welcome's connectionId, and the store's conn
+	out     sender   // the outbound path: queue, holds, writer, close (sender.go)
 
 	// Owned by the handler (one at a time, ordered by mu); read by run's teardown after
 	// the last handler is joined.
@@ -55,18 +60,12 @@ type conn struct {
 	// it about 150 bytes of heap (ISSUE 11). Set by run before reading, under mu.
 	timer *time.Timer
 
-	mu        sync.Mutex
-	inbox     []inFrame                 // guarded by mu; frames read, waiting for the handler
-	handling  bool                      // guarded by mu; a handler goroutine is running
-	room      sync.Cond                 // on mu: the inbox has room again
-	queue     []outFrame                // guarded by mu; frames waiting for the writer
-	writing   bool                      // guarded by mu; a writer goroutine is running
-	pending   map[string]*pendingFrames // guarded by mu; events held while a snapshot is read
-	presented map[string]int64          // guarded by mu; per viewed entity, the version of the viewers last queued
-	closeCode websocket.StatusCode      // guarded by mu; nonzero once the hub closes it
-	finished  bool                      // guarded by mu; run is joining: start no goroutine
-	wg        sync.WaitGroup            // handler, writer, closer; Add under mu while !finished
-	shut      atomic.Bool               // closeCode != 0, for the writer's check between frames
+	mu       sync.Mutex
+	inbox    []inFrame      // guarded by mu; frames read, waiting for the handler
+	handling bool           // guarded by mu; a handler goroutine is running
+	room     sync.Cond      // on mu: the inbox has room again
+	finished bool           // guarded by mu; run is joining: start no goroutine
+	wg       sync.WaitGroup // handler, heartbeat; Add under mu while !finished
 	// The heartbeat, also a probe of reading (see probe): all guarded by mu.
 	pinging  bool      // a Ping waits for its Pong
 	probing  bool      // pingAt is set early, for a probe
@@ -89,28 +88,16 @@ type inFrame struct {
 // reading, and TCP pushes back on the client.
 const maxInbox = 4
 
-// outFrame is one encoded server frame and its type, for metrics.
-type outFrame struct {
-	b   []byte
-	typ protocol.FrameType
-	// buf, when set, is b's buffer, taken from frameBufs for this frame alone; it goes
-	// back once the frame is written (see recycle). Only for a frame queued exactly
-	// once, to one socket: a watch's own snapshot.
-	buf *[]byte
-	// A presence frame's entity (viewPending) and the version of its viewers: a list
-	// older than one the socket was sent already is dropped, unless it answers a
-	// request (see pushLocked).
-	entity  string
-	version int64
-	answer  bool
-}
-
 // watchKey is what a watcher watches: one entity type of one tenant.
 type watchKey struct{ tenant, typ string }
 
-func newConn(h *Hub, ws *websocket.Conn, nc net.Conn) *conn {
+// newConn makes the conn of an upgraded socket: ws, over nc (nil: none) through frames
+// (nil without nc).
+func newConn(h *Hub, ws *websocket.Conn, nc net.Conn, frames *frameWriter) *conn {
 	c := &conn{h: h, ws: ws, netConn: nc, id: "c-" + rand.Text()}
 	c.room.L = &c.mu
+	c.out.ws, c.out.nc, c.out.frames, c.out.cfg = ws, nc, frames, &h.send
+	c.out.written = c.probe
 	return c
 }
 
@@ -137,12 +124,12 @@ func (c *conn) teardown() {
 	c.mu.Lock()
 	c.timer.Stop()
 	c.finished = true
-	c.queue, c.pending, c.presented = nil, nil, nil
-	code := c.closeCode
 	c.room.Broadcast()
 	c.mu.Unlock()
+	code := c.out.stop()
 	_ = c.ws.CloseNow() // already closed, or closing: this only makes sure
-	c.wg.Wait()         // the handler sees finished and stops; writer and closer end with the socket
+	c.wg.Wait()         // the handler sees finished and stops; the heartbeat ends with the socket
+	c.out.wait()        // writer and closer end with the socket too
 
 	watched := make([]watchKey, 0, len(c.watched))
 	for _, t := range c.watched {
@@ -185,7 +172,7 @@ func (c *conn) teardown() {
 // locks follow the release grace. Run by onTimer.
 func (c *conn) heartbeat() {
 	c.mu.Lock()
-	if c.closeCode != 0 || c.finished || c.pinging {
+	if c.out.closing() || c.finished || c.pinging {
 		c.mu.Unlock()
 		return
 	}
@@ -214,12 +201,12 @@ func (c *conn) heartbeat() {
 			}
 		}
 		c.mu.Unlock()
-		if errors.Is(err, context.DeadlineExceeded) && !c.closing() {
+		if errors.Is(err, context.DeadlineExceeded) && !c.out.closing() {
 			c.h.met.limits.WithLabelValues(limitPong).Inc()
 			if unread {
 				c.h.log.LogAttrs(c.h.ctx, slog.LevelInfo, "socket closed: it stopped reading",
 					slog.String("conn", c.id), slog.Duration("waited", c.h.cfg.PongTimeout))
-				c.tooSlow(slowRead)
+				c.out.tooSlow(slowRead)
 				// Its close frame goes behind what it did not read, where the kernel has
 				// room; it will not echo it (it does not read), so do not wait the
 				// handshake out: cut once the frame had time to be written.
@@ -251,11 +238,11 @@ func (c *conn) probeGap() time.Duration { return c.h.cfg.PongTimeout / 5 }
 // one probeGap after the last Pong: a client that stopped reading answers no Ping,
 // however much the kernels buffer, so it is found within probeGap + PongTimeout of
 // the first frame it left unread (about 12 s by default), not when the buffers fill.
-// Called by the writer after each batch.
+// Called by the writer after each batch (sender.written).
 func (c *conn) probe() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closeCode != 0 || c.finished {
+	if c.out.closing() || c.finished {
 		return
 	}
 	c.unread = true

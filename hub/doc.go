@@ -24,8 +24,8 @@
 // frames go to a handler goroutine, started when a frame arrives and gone when none is
 // left, which answers them one at a time, in order, and writes its own answers (those of
 // frames that came together in one write(2), see frameWriter in hijack.go). Events
-// go through a bounded queue to a writer goroutine that likewise exists only while
-// there is something to write. An idle socket is thus one goroutine parked in a read,
+// go through the socket's sender (sender.go), a bounded queue, to a writer goroutine
+// that likewise exists only while there is something to write. An idle socket is thus one goroutine parked in a read,
 // with a small stack, and one timer: for its heartbeat, and for its auth timeout, then
 // its token's expiry.
 // A client that lets its send queue overflow is closed with 4429, so one slow reader
@@ -123,11 +123,12 @@
 //
 // All methods of Hub may be called concurrently. Every goroutine
 // has an owner that joins it: a socket's reader is started by ServeHTTP and joined by
-// Shutdown; its handler, writer and close handshake are joined by its reader before it
+// Shutdown; its handler, heartbeat, writer and close handshake are joined by its reader before it
 // tears down; the feed, sweeper, resync, release and view-refresh goroutines are started
 // and joined by Run. No lock of the hub's or a socket's is held across a network write or
 // a store call: the hub's lock guards the socket and watcher sets (read-locked while an
-// event is queued, which never blocks), and each socket's lock its queues and state. The
-// one lock held across a write is a socket's frame writer's, by its release, so that a
-// Pong or close frame waits behind the frames held before it.
+// event is queued, which never blocks), each socket's lock its inbox, timer and
+// heartbeat, and its sender's lock, never held with the socket's, what it has to send.
+// The one lock held across a write is a socket's frame writer's, by its release, so
+// that a Pong or close frame waits behind the frames held before it.
 package hub

@@ -11,7 +11,7 @@ import (
 // Fan-out: the store's change feed carries every change of every tenant, from every
 // instance; the hub queues each to its own sockets that watch the change's (tenant,
 // type) and to no other. The watcher index is read-locked while an event is queued:
-// queuing never blocks (see push), so the lock is held for a walk over the watchers
+// queuing never blocks (see sender.push), so the lock is held for a walk over the watchers
 // and no send.
 
 // feed is the hub as the store's locks.FeedHandler; its methods run on the feed's
@@ -27,7 +27,7 @@ func (f feed) Change(ch locks.Change) {
 	h.mu.RLock()
 	set := h.watchers[key]
 	for c := range set {
-		c.push(key.typ, out)
+		c.out.push(key.typ, out)
 	}
 	n := len(set)
 	h.mu.RUnlock()
@@ -112,7 +112,7 @@ func (h *Hub) resyncTenants(ctx context.Context, affected func(tenant string) bo
 		}
 		starts := make([]int, len(conns))
 		for i, c := range conns {
-			starts[i] = c.beginSnapshot(key.typ)
+			starts[i] = c.out.beginSnapshot(key.typ)
 		}
 		list, err := h.store.Feed.ListJSON(ctx, key.tenant, key.typ)
 		if err != nil {
@@ -120,7 +120,7 @@ func (h *Hub) resyncTenants(ctx context.Context, affected func(tenant string) bo
 		}
 		snap := snapshotFrame(protocol.Request{}, key.typ, list) // unsolicited: no id
 		for i, c := range conns {
-			c.endSnapshot(key.typ, starts[i], snap)
+			c.out.endSnapshot(key.typ, starts[i], snap)
 		}
 	}
 	// Presence changes may have been missed too; a restarted Redis lost the views.

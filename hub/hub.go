@@ -60,6 +60,7 @@ type Hub struct {
 	instance    string                     // this instance's id in the liveness records
 	held        *holdings                  // changes to this instance's holdings, written by Run
 	snaps       snapshotReads              // the watches' snapshot reads, coalesced (snapshot.go)
+	send        senderConfig               // what every socket's sender shares (sender.go)
 }
 
 // New returns a Hub, or an error when cfg is invalid.
@@ -91,6 +92,7 @@ func New(cfg Config) (*Hub, error) {
 	// HTTP request that upgraded them, and Shutdown cancels it.
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	h.readCtx = context.WithoutCancel(h.ctx)
+	h.send = senderConfig{queue: cfg.SendQueue, writeTimeout: cfg.WriteTimeout, ctx: h.ctx, writeCtx: h.readCtx, met: h.met}
 	return h, nil
 }
 
@@ -141,8 +143,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept has answered the request
 	}
-	c := newConn(h, ws, hw.netConn)
-	c.frames = hw.frames
+	c := newConn(h, ws, hw.netConn, hw.frames)
 
 	h.mu.Lock()
 	if h.closing {

@@ -56,7 +56,7 @@ func (c *conn) view(req protocol.Request) {
 		v = protocol.Viewer{OID: c.ident.OID, Name: c.ident.Name, Since: protocol.NewTime(time.Now())}
 	}
 	key := viewPending(ref)
-	start := c.beginSnapshot(key)
+	start := c.out.beginSnapshot(key)
 	if !viewing {
 		if c.viewing == nil {
 			c.viewing = map[locks.Ref]protocol.Viewer{}
@@ -68,7 +68,7 @@ func (c *conn) view(req protocol.Request) {
 	if err != nil { // checked above; the store agrees
 		viewers = locks.Viewers{}
 	}
-	c.endSnapshot(key, start, presenceFrame(req, ref, viewers))
+	c.out.endSnapshot(key, start, presenceFrame(req, ref, viewers))
 }
 
 // presenceFrame encodes the viewers of ref, answering req (protocol.Request{} for an
@@ -91,9 +91,8 @@ func (c *conn) unview(req protocol.Request) {
 	if _, ok := c.viewing[ref]; ok {
 		delete(c.viewing, ref)
 		c.h.removeView(ref, c)
-		c.mu.Lock()
-		delete(c.presented, viewPending(ref)) // viewing again starts afresh
-		c.mu.Unlock()
+		// Viewing again starts afresh: any version is newer than none.
+		c.out.forget(viewPending(ref))
 		_ = c.h.store.Presence.Unview(c.h.ctx, ref, c.id) // fails open inside; ref was checked
 	}
 	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Outcome: protocol.OutcomeUnviewed})
@@ -170,7 +169,7 @@ func (f feed) Presence(p locks.PresenceChange) {
 	h.mu.RLock()
 	set := h.views[p.Ref]
 	for c := range set {
-		c.push(key, out)
+		c.out.push(key, out)
 	}
 	n := len(set)
 	h.mu.RUnlock()
@@ -190,7 +189,7 @@ func (f feed) Nudge(n locks.NudgeChange) {
 		if out.b == nil {
 			out = encodeFrame(protocol.FrameNudge, n.Nudge)
 		}
-		c.send(out)
+		c.out.send(out)
 		sent++
 	}
 	h.mu.RUnlock()
@@ -288,7 +287,7 @@ func (h *Hub) refreshView(ctx context.Context, ref locks.Ref, set map[*conn]prot
 	key := viewPending(ref)
 	h.mu.RLock()
 	for c := range h.views[ref] {
-		c.push(key, out)
+		c.out.push(key, out)
 	}
 	h.mu.RUnlock()
 	return true
