@@ -237,11 +237,12 @@ func parsePerson(v string) *protocol.Holder {
 }
 
 // auditArgs are the audit entry's arguments of a write script (prelude.lua,
-// auditing): its at, the cap, who causes the script's own change, and why. None when
-// the store keeps no audit.
+// auditing): its at, the cap, who causes the script's own change, and why. Empty ones
+// when the store keeps no audit (a script records only with the audit key), so the
+// arguments after them keep their place.
 func (s *core) auditArgs(now time.Time, actor *protocol.Holder, reason AuditReason) []any {
 	if !s.audit {
-		return nil
+		return []any{"", 0, "", "", ""}
 	}
 	var oid, name string
 	if actor != nil {

@@ -39,6 +39,9 @@ func (s *Console) ForceRelease(ctx context.Context, ref Ref, admin protocol.Hold
 		return Result{}, err
 	}
 	res := s.write(ctx, opForceRelease, func(ctx context.Context) (Result, error) { return s.forceRelease(ctx, ref, admin) })
+	if res.refused != nil {
+		return answer(res)
+	}
 	s.amet.forced.WithLabelValues(string(res.Outcome)).Inc()
 	return res, nil
 }
@@ -61,6 +64,8 @@ func (s *core) forceRelease(ctx context.Context, ref Ref, admin protocol.Holder)
 		return Result{Outcome: protocol.OutcomeReleased, Lock: &l}, nil
 	case forceNotHeld:
 		return Result{Outcome: protocol.OutcomeNotHeld}, nil
+	case forceRated:
+		return Result{refused: s.refused(ctx, ref.Tenant, false, stored)}, nil
 	}
 	return Result{}, &corruptError{fmt.Sprintf("forcerelease script answered status %q", st)}
 }

@@ -46,12 +46,37 @@ type Config struct {
 	// MAXLEN ~, PROTOCOL.md §10). Zero means DefaultAuditCap.
 	AuditCap int
 
+	// MaxLocksPerPerson is how many live locks one person (tenant and oid) may hold,
+	// counted in Redis across sockets, HTTP calls and instances: setting
+	// "max-locks-per-person" (PROTOCOL.md §4, fair share). Zero means
+	// DefaultMaxLocksPerPerson.
+	MaxLocksPerPerson int
+	// MaxLocksPerTenant is how many live locks a tenant may hold, other programs' locks
+	// counted (though never refused): setting "max-locks-per-tenant". Zero means
+	// DefaultMaxLocksPerTenant.
+	MaxLocksPerTenant int
+	// MaxChangesPerPerson is how many claims, takeovers, releases and force releases
+	// that change a lock one person may make a second, across instances: setting
+	// "max-changes-per-person". Zero means DefaultMaxChangesPerPerson.
+	MaxChangesPerPerson float64
+	// ChangesBurst is how many changes above that rate a person may make at once. Zero
+	// means DefaultChangesBurst.
+	ChangesBurst int
+
 	noAudit   bool          // the benchmarks' baseline: no audit stream written
 	feedQuiet time.Duration // tests: the feed's silence before it pings; zero means feedPingEvery
 }
 
 // DefaultLease is the lease of a Store whose Config.Lease is zero (PROTOCOL.md §1).
 const DefaultLease = 5 * time.Minute
+
+// The fair share of PROTOCOL.md §4 (version 3), for the zero fields of Config.
+const (
+	DefaultMaxLocksPerPerson   = 200
+	DefaultMaxLocksPerTenant   = 20000
+	DefaultMaxChangesPerPerson = 5
+	DefaultChangesBurst        = 200
+)
 
 const (
 	defaultTimeout  = 500 * time.Millisecond
@@ -84,6 +109,7 @@ type core struct {
 	tags     []string // on a cluster: a hash tag for every slot, naming its channel
 	audit    bool     // write the audit stream (PROTOCOL.md §10); off only in benchmarks
 	auditCap int
+	share    shareLimits
 	amet     *auditMetrics
 	encoded  encodedValues // ListJSON's encodings of the values it read last
 	// feedQuiet is how long the feed's connection may be silent before it is pinged;
@@ -139,6 +165,9 @@ func newCore(cfg Config) (*core, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if err := s.setUpShare(cfg); err != nil {
+		return nil, err
+	}
 	s.met = newMetrics(cfg.Registerer)
 	if err := s.setUpAudit(cfg); err != nil {
 		return nil, err
@@ -184,7 +213,12 @@ func (s *core) write(ctx context.Context, op opName, f func(context.Context) (Re
 	return res
 }
 
-func outcomeOf(r Result) outcomeLabel { return outcomeLabel(r.Outcome) }
+func outcomeOf(r Result) outcomeLabel {
+	if r.refused != nil {
+		return labelRefused
+	}
+	return outcomeLabel(r.Outcome)
+}
 
 // foundLabel labels a get by whether it found a live lock.
 func foundLabel(l *protocol.Lock) outcomeLabel {

@@ -107,9 +107,12 @@ func TestExpiryLeavesNothing(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				// What is left is the feed key of a tenant swept, until it runs out.
-				return slices.Equal(tenantKeys(t, c, r.tenant), []string{FeedKey(r.tenant)})
+				// What is left is the feed key of a tenant swept, until it runs out, and
+				// the people's buckets of changes, until they are full again.
+				left := slices.DeleteFunc(tenantKeys(t, c, r.tenant), func(k string) bool { return strings.HasPrefix(k, "lockrate:") })
+				return slices.Equal(left, []string{FeedKey(r.tenant)})
 			})
+			checkRateKeys(t, c, r.tenant)
 			if ttl := c.PTTL(ctx, FeedKey(r.tenant)).Val(); ttl <= 0 || ttl > feedKeyTTL {
 				t.Fatalf("%s has TTL %s, want at most %s", FeedKey(r.tenant), ttl, feedKeyTTL)
 			}
@@ -132,8 +135,12 @@ func checkLeftovers(t *testing.T, c *redis.Client, tenant string, leaseEnd time.
 	if len(left) == 0 {
 		t.Fatal("no index left before any sweep")
 	}
+	checkRateKeys(t, c, tenant)
 	for _, k := range left {
-		if !strings.HasPrefix(k, "lockidx:") && !strings.HasPrefix(k, "lockval:") && !strings.HasPrefix(k, "lockseen:") {
+		if strings.HasPrefix(k, "lockrate:") {
+			continue // checkRateKeys
+		}
+		if !strings.HasPrefix(k, "lockidx:") && !strings.HasPrefix(k, "lockval:") && !strings.HasPrefix(k, "lockseen:") && !strings.HasPrefix(k, "lockmine:") {
 			t.Errorf("%s left after every lease ran out", k)
 			continue
 		}
@@ -145,6 +152,21 @@ func checkLeftovers(t *testing.T, c *redis.Client, tenant string, leaseEnd time.
 			t.Errorf("%s has no TTL (%s): it would stay forever", k, ttl)
 		} else if ends := time.Now().Add(ttl); ends.After(leaseEnd.Add(time.Minute)) {
 			t.Errorf("%s lives until %s after the last lease, more than a minute", k, ends.Sub(leaseEnd))
+		}
+	}
+}
+
+// checkRateKeys checks that every bucket of changes of tenant (lockrate:, PROTOCOL.md
+// §4) runs out once it would be full again: the default burst at the default rate.
+func checkRateKeys(t *testing.T, c *redis.Client, tenant string) {
+	t.Helper()
+	full := time.Duration(DefaultChangesBurst/DefaultMaxChangesPerPerson)*time.Second + time.Second
+	for _, k := range tenantKeys(t, c, tenant) {
+		if !strings.HasPrefix(k, "lockrate:") {
+			continue
+		}
+		if ttl := c.PTTL(ctxT(t), k).Val(); ttl <= 0 || ttl > full {
+			t.Errorf("%s has TTL %s, want at most %s", k, ttl, full)
 		}
 	}
 }

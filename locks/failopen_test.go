@@ -116,20 +116,28 @@ func TestFailOpenCommandError(t *testing.T) {
 	if !strings.Contains(logs.String(), "reason=command") {
 		t.Fatalf("no warning with reason=command:\n%s", logs.String())
 	}
-	// Mine fails open as a whole: no locks, not the types read before the failure.
-	reg, err := NewRegistry("ApprovalRequest", "Order") // walked in this order
+	// Mine reads the person's own index alone: a broken index of a type is not read,
+	// and a broken person index fails open as a whole (no locks).
+	reg, err := NewRegistry("ApprovalRequest", "Order")
 	if err != nil {
 		t.Fatal(err)
 	}
 	two, _ := newStore(t, c, Config{Registry: reg})
-	expect(t, protocol.OutcomeAcquired)(two.Locks.Claim(ctx, Ref{"acme", "ApprovalRequest", "mine"}, ada, ""))
+	mineRef := Ref{"acme", "ApprovalRequest", "mine"}
+	expect(t, protocol.OutcomeAcquired)(two.Locks.Claim(ctx, mineRef, ada, ""))
 	c.Set(ctx, IndexKey("acme", "Order"), "not a sorted set", time.Minute)
-	if got := must1(two.Locks.Mine(ctx, "acme", ada.OID)); len(got) != 0 {
-		t.Fatalf("Mine with the Order index broken = %+v, want no locks", got)
+	if got := must1(two.Locks.Mine(ctx, "acme", ada.OID)); len(got) != 1 {
+		t.Fatalf("Mine with the Order index broken = %+v, want ada's lock: it reads her index alone", got)
 	}
 	c.Del(ctx, IndexKey("acme", "Order"))
+	c.Set(ctx, personKey("acme", ada.OID), "not a sorted set", time.Minute)
+	if got := must1(two.Locks.Mine(ctx, "acme", ada.OID)); len(got) != 0 {
+		t.Fatalf("Mine with ada's index broken = %+v, want no locks", got)
+	}
+	c.Del(ctx, personKey("acme", ada.OID))
+	expect(t, protocol.OutcomeRenewed)(two.Locks.Renew(ctx, mineRef, ada, "")) // writes her index again
 	if got := must1(two.Locks.Mine(ctx, "acme", ada.OID)); len(got) != 1 {
-		t.Fatalf("Mine with the Order index mended = %+v, want ada's lock", got)
+		t.Fatalf("Mine with ada's index mended = %+v, want ada's lock", got)
 	}
 
 	// A value that is not a lock reads as corrupt, and fails open too.

@@ -17,6 +17,8 @@ package locks
 //	lockview:{<tenant>}:<type>:<uid>                 sorted set  presence.lua          latest view + viewMargin (§9)
 //	lockviewer:{<tenant>}:<type>:<uid>               hash        presence.lua          with lockview
 //	locknudge:{<tenant>}:<type>:<uid>/<oid>          string      nudge.lua             the nudge interval
+//	lockmine:{<tenant>}:<oid>                        sorted set  every lock write      latest lease + indexMargin (§4)
+//	lockrate:{<tenant>}:<oid>                        hash        every counted change  until the bucket is full again (§4)
 //	lockhub:instances                                sorted set  Heartbeat, Reap       instanceKeysTTL
 //	lockhub:reaped                                   sorted set  Reap, DueReaped       instanceKeysTTL
 //	lockhub:held:{<instance>}                        set         UpdateHoldings        instanceKeysTTL
@@ -92,6 +94,12 @@ func ViewersKey(r Ref) string { return "lockviewer:{" + r.Tenant + "}:" + r.Type
 func nudgeKey(r Ref, oid string) string {
 	return "locknudge:{" + r.Tenant + "}:" + r.Type + ":" + r.UID + "/" + oid
 }
+
+// personKey returns the key of a person's index: lockmine:{<tenant>}:<oid>, a sorted
+// set of the person's lock keys scored by expiry (Unix ms). Ours: what mine reads and
+// the person's quota counts (PROTOCOL.md §4). The scripts build it, and the person's
+// bucket of changes lockrate:{<tenant>}:<oid>, from the tenant's tag (prelude.lua).
+func personKey(tenant, oid string) string { return "lockmine:{" + tenant + "}:" + oid }
 
 const (
 	instancesKey = "lockhub:instances"

@@ -34,6 +34,18 @@ type Result struct {
 	Lock *protocol.Lock
 	// PreviousHolder is set on OutcomeTakenOver.
 	PreviousHolder *protocol.Holder
+
+	// refused is a change the fair share refused (*LimitError, *RateError): the public
+	// method answers it as its error. Nothing was written.
+	refused error
+}
+
+// answer turns what write answered into a public method's answer.
+func answer(res Result) (Result, error) {
+	if res.refused != nil {
+		return Result{}, res.refused
+	}
+	return res, nil
 }
 
 // Claim takes the lock on ref for h. It answers acquired, renewed (h already held it:
@@ -46,7 +58,7 @@ func (s *Locks) Claim(ctx context.Context, ref Ref, h protocol.Holder, conn stri
 	if err := s.check(ref, &h); err != nil {
 		return Result{}, err
 	}
-	return s.write(ctx, opClaim, func(ctx context.Context) (Result, error) { return s.claim(ctx, ref, h, conn) }), nil
+	return answer(s.write(ctx, opClaim, func(ctx context.Context) (Result, error) { return s.claim(ctx, ref, h, conn) }))
 }
 
 func (s *core) claim(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
@@ -63,6 +75,8 @@ func (s *core) claim(ctx context.Context, ref Ref, h protocol.Holder, conn strin
 		case claimAcquired:
 			s.published(protocol.OpAcquired, 1)
 			return Result{Outcome: protocol.OutcomeAcquired, Lock: &l}, nil
+		case claimTooMany, claimRated:
+			return Result{refused: s.refused(ctx, ref.Tenant, st == claimTooMany, stored)}, nil
 		case claimLocked:
 			cur, err := decodeLock(stored)
 			if err != nil {
@@ -167,7 +181,7 @@ func (s *Locks) ReleaseBecause(ctx context.Context, ref Ref, h protocol.Holder, 
 	if err := s.check(ref, &h); err != nil {
 		return Result{}, err
 	}
-	return s.write(ctx, opRelease, func(ctx context.Context) (Result, error) { return s.release(ctx, ref, h, conn, reason) }), nil
+	return answer(s.write(ctx, opRelease, func(ctx context.Context) (Result, error) { return s.release(ctx, ref, h, conn, reason) }))
 }
 
 func (s *core) release(ctx context.Context, ref Ref, h protocol.Holder, conn string, reason AuditReason) (Result, error) {
@@ -176,6 +190,9 @@ func (s *core) release(ctx context.Context, ref Ref, h protocol.Holder, conn str
 		h.OID, conn)
 	if err != nil {
 		return Result{}, err
+	}
+	if st == releaseRated { // its value is the wait, not a lock
+		return Result{refused: s.refused(ctx, ref.Tenant, false, stored)}, nil
 	}
 	var lock *protocol.Lock
 	if stored != "" {
@@ -253,7 +270,7 @@ func (s *Locks) Takeover(ctx context.Context, ref Ref, h protocol.Holder, conn s
 		}
 		return Result{Outcome: protocol.OutcomeForbidden, Lock: l}, nil
 	}
-	return s.write(ctx, opTakeover, func(ctx context.Context) (Result, error) { return s.takeover(ctx, ref, h, conn) }), nil
+	return answer(s.write(ctx, opTakeover, func(ctx context.Context) (Result, error) { return s.takeover(ctx, ref, h, conn) }))
 }
 
 func (s *core) takeover(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
@@ -275,6 +292,8 @@ func (s *core) takeover(ctx context.Context, ref Ref, h protocol.Holder, conn st
 			}
 			ph := prev.Holder()
 			return Result{Outcome: protocol.OutcomeTakenOver, Lock: &l, PreviousHolder: &ph}, nil
+		case takeoverTooMany, takeoverRated:
+			return Result{refused: s.refused(ctx, ref.Tenant, st == takeoverTooMany, stored)}, nil
 		case takeoverAcquired:
 			s.published(protocol.OpAcquired, 1)
 			return Result{Outcome: protocol.OutcomeAcquired, Lock: &l}, nil
@@ -354,8 +373,11 @@ func (s *Locks) List(ctx context.Context, tenant, entityType string) ([]protocol
 	return locks, nil
 }
 
-// Mine returns the live locks of holder oid in tenant, walking the per-type indexes of
-// the lockable types (never KEYS or SCAN).
+// Mine returns the live locks of holder oid in tenant, read from the person's own index
+// (lockmine:{<tenant>}:<oid>, kept by every lockhub script that changes a lock): its
+// cost grows with the person's locks, never the tenant's (PROTOCOL.md §4). A lock
+// another program wrote for the person is in it once lockhub has seen that lock (a
+// sweep of its type, or any lockhub change of the entity: catchup in prelude.lua).
 func (s *Locks) Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error) {
 	if !ValidTenant(tenant) {
 		return nil, &InvalidEntityError{Field: "tenant", Value: tenant}
@@ -369,14 +391,26 @@ func (s *Locks) Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, 
 	return locks, nil
 }
 
+// mineReadMax bounds what one mine reads: a person's quota, with room for the locks
+// other programs gave them.
+const mineReadMax = 1000
+
 func (s *core) mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error) {
+	values, err := s.sc.mine.Run(ctx, s.rdb, []string{personKey(tenant, oid)}, s.now().UnixMilli(), max(mineReadMax, 2*s.share.perPerson)).Slice()
+	if err != nil {
+		return nil, err
+	}
 	var out []protocol.Lock
-	for _, t := range s.reg.Types() {
-		locks, err := s.sweep(ctx, tenant, t, true, 0, func(l *protocol.Lock) bool { return l.HolderOID == oid })
-		if err != nil {
-			return nil, err // failing open is no locks, not the types read so far
+	for _, v := range values {
+		str, ok := v.(string)
+		if !ok {
+			continue // gone since the range: absent, which is right
 		}
-		out = append(out, locks...)
+		l, err := decodeLock(str)
+		if err != nil || l.HolderOID != oid || s.reg.Check(l.EntityType) != nil {
+			continue // given to someone else by another program, or not a lock of ours
+		}
+		out = append(out, l)
 	}
 	return out, nil
 }
@@ -416,6 +450,7 @@ func (s *core) sweepValues(ctx context.Context, tenant, entityType string, read 
 	skip := (every - every/10).Milliseconds()
 	args := append(s.pubArgs(tenant, now), lockKeyPrefix(tenant, entityType), head, tail, readArg, skip, feedKeyTTL.Milliseconds())
 	args = append(args, s.auditArgs(now, nil, "")...)
+	args = append(args, s.shareArgs(tenant)...)
 	keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType), sweepKey(tenant, entityType), FeedKey(tenant), seenKey(tenant, entityType)}
 	if s.audit {
 		keys = append(keys, AuditKey(tenant))
@@ -516,11 +551,11 @@ func (s *Locks) Ping(ctx context.Context) error {
 	return s.rdb.Ping(ctx).Err()
 }
 
-type keys struct{ lock, index, values, conns, seen, audit string }
+type keys struct{ tenant, lock, index, values, conns, seen, audit string }
 
 // keys returns the keys of a write script; audit is "" when the store keeps no audit.
 func (s *core) keys(ref Ref) keys {
-	k := keys{LockKey(ref), IndexKey(ref.Tenant, ref.Type), ValuesKey(ref.Tenant, ref.Type), ConnsKey(ref), seenKey(ref.Tenant, ref.Type), ""}
+	k := keys{ref.Tenant, LockKey(ref), IndexKey(ref.Tenant, ref.Type), ValuesKey(ref.Tenant, ref.Type), ConnsKey(ref), seenKey(ref.Tenant, ref.Type), ""}
 	if s.audit {
 		k.audit = AuditKey(ref.Tenant)
 	}

@@ -18,6 +18,7 @@ type metrics struct {
 	foreign   *prometheus.CounterVec   // op (event op): changes of other programs
 	// values: decoded, known (see ListJSON)
 	listValues *prometheus.CounterVec
+	limits     *prometheus.CounterVec // limit (a setting of the fair share)
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -48,6 +49,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "lockhub_store_list_values_total",
 			Help: "Lock values read for watch snapshots: decoded (new or changed since the type's last read) or known (as the last read found them, their encoding reused).",
 		}, []string{"values"}),
+		limits: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_store_limit_hits_total",
+			Help: "Changes the fair share refused (PROTOCOL.md §4), by the setting that limits them.",
+		}, []string{"limit"}),
 	}
 	return m
 }
@@ -79,11 +84,13 @@ const (
 type outcomeLabel string
 
 const (
-	labelFree   outcomeLabel = "free"   // get: no live lock
-	labelHeld   outcomeLabel = "held"   // get: a live lock
-	labelListed outcomeLabel = "listed" // list, mine: the live locks read
-	labelSwept  outcomeLabel = "swept"  // sweep: the index pruned
-	labelViewed outcomeLabel = "viewed" // view, unview, view_refresh: the viewers read
+	labelFree outcomeLabel = "free" // get: no live lock
+	// labelRefused: a change the fair share refused (share.go).
+	labelRefused outcomeLabel = "refused"
+	labelHeld    outcomeLabel = "held"   // get: a live lock
+	labelListed  outcomeLabel = "listed" // list, mine: the live locks read
+	labelSwept   outcomeLabel = "swept"  // sweep: the index pruned
+	labelViewed  outcomeLabel = "viewed" // view, unview, view_refresh: the viewers read
 
 	// labelUnknown counts any operation that failed open, a read as well as a write.
 	labelUnknown = outcomeLabel(protocol.OutcomeUnknown)

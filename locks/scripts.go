@@ -41,6 +41,8 @@ var (
 	reattachSrc string
 	//go:embed scripts/beat.lua
 	beatSrc string
+	//go:embed scripts/mine.lua
+	mineSrc string
 )
 
 // scripts holds the parsed scripts; one per Store, so no package state is shared.
@@ -60,6 +62,7 @@ type scripts struct {
 	now      *redis.Script // now.lua, without the prelude: the server's Unix ms
 	reattach *redis.Script // reattach.lua, without the prelude: answers 1 or 0
 	beat     *redis.Script // beat.lua, without the prelude: answers 1 or 0
+	mine     *redis.Script // mine.lua, without the prelude: a person's live values
 }
 
 func newScripts() scripts {
@@ -79,6 +82,7 @@ func newScripts() scripts {
 		now:      redis.NewScript(nowSrc),
 		reattach: redis.NewScript(reattachSrc),
 		beat:     redis.NewScript(beatSrc),
+		mine:     redis.NewScript(mineSrc),
 	}
 }
 
@@ -89,9 +93,11 @@ func newScripts() scripts {
 type claimReply string
 
 const (
-	claimAcquired claimReply = "acquired" // it was free; value is the new lock
-	claimMine     claimReply = "mine"     // the caller holds it already; value is the stored lock
-	claimLocked   claimReply = "locked"   // someone else holds it; value is their lock
+	claimAcquired claimReply = "acquired"    // it was free; value is the new lock
+	claimMine     claimReply = "mine"        // the caller holds it already; value is the stored lock
+	claimLocked   claimReply = "locked"      // someone else holds it; value is their lock
+	claimTooMany  claimReply = "tooMany"     // over a quota; value is the setting
+	claimRated    claimReply = "rateLimited" // over the rate of changes; value is the wait, ms
 )
 
 // renewReply is the status renew.lua answers.
@@ -107,18 +113,21 @@ const (
 type releaseReply string
 
 const (
-	releaseReleased releaseReply = "released" // dropped; value is the lock that was held
-	releaseKept     releaseReply = "kept"     // the socket let go, another of the holder's keeps it
-	releaseNotHeld  releaseReply = "notHeld"  // gone (value nil) or someone else's (value is theirs)
+	releaseReleased releaseReply = "released"    // dropped; value is the lock that was held
+	releaseKept     releaseReply = "kept"        // the socket let go, another of the holder's keeps it
+	releaseNotHeld  releaseReply = "notHeld"     // gone (value nil) or someone else's (value is theirs)
+	releaseRated    releaseReply = "rateLimited" // over the rate of changes; value is the wait, ms
 )
 
 // takeoverReply is the status takeover.lua answers.
 type takeoverReply string
 
 const (
-	takeoverTakenOver takeoverReply = "takenOver" // value is the previous holder's lock
-	takeoverAcquired  takeoverReply = "acquired"  // it was free; value nil
-	takeoverMine      takeoverReply = "mine"      // the caller holds it already; value is the stored lock
+	takeoverTakenOver takeoverReply = "takenOver"   // value is the previous holder's lock
+	takeoverAcquired  takeoverReply = "acquired"    // it was free; value nil
+	takeoverMine      takeoverReply = "mine"        // the caller holds it already; value is the stored lock
+	takeoverTooMany   takeoverReply = "tooMany"     // over a quota; value is the setting
+	takeoverRated     takeoverReply = "rateLimited" // over the rate of changes; value is the wait, ms
 )
 
 // detachReply is the status detach.lua answers.
@@ -134,8 +143,9 @@ const (
 type forceReleaseReply string
 
 const (
-	forceReleased forceReleaseReply = "released" // dropped; value is the lock that was held
-	forceNotHeld  forceReleaseReply = "notHeld"  // free (or not a lock); value nil
+	forceReleased forceReleaseReply = "released"    // dropped; value is the lock that was held
+	forceNotHeld  forceReleaseReply = "notHeld"     // free (or not a lock); value nil
+	forceRated    forceReleaseReply = "rateLimited" // over the administrator's rate of changes; value is the wait, ms
 )
 
 // script is a write script answering {status R, value}: R names its statuses, and value
@@ -147,14 +157,16 @@ func newScript[R ~string](src string) script[R] {
 }
 
 // run runs the script on the keys of k (the audit stream's only when k has it), with
-// pub (the prelude's arguments, see prelude.lua) before args and aud (the audit
-// entry's, ditto) after them, and counts the changes of other programs it announced.
+// pub (the prelude's arguments, see prelude.lua) before args, and aud (the audit
+// entry's, ditto) and the share block of k's tenant after them, and counts the changes
+// of other programs it announced.
 func (sc script[R]) run(ctx context.Context, s *core, k keys, pub, aud []any, args ...any) (status R, value string, err error) {
 	ks := []string{k.lock, k.index, k.values, k.conns, k.seen}
 	if k.audit != "" {
 		ks = append(ks, k.audit)
 	}
-	reply, err := sc.Run(ctx, s.rdb, ks, append(append(pub, args...), aud...)...).Slice()
+	argv := append(append(append(pub, args...), aud...), s.shareArgs(k.tenant)...)
+	reply, err := sc.Run(ctx, s.rdb, ks, argv...).Slice()
 	if err != nil {
 		return "", "", err
 	}

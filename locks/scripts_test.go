@@ -24,10 +24,11 @@ func TestScriptReplies(t *testing.T) {
 		src  string
 		want []string
 	}{
-		{"claim", claimSrc, strs(claimAcquired, claimMine, claimLocked)},
+		{"claim", claimSrc, strs(claimAcquired, claimMine, claimLocked, claimTooMany, claimRated)},
 		{"renew", renewSrc, strs(renewRenewed, renewLost, renewRaced)},
-		{"release", releaseSrc, strs(releaseReleased, releaseKept, releaseNotHeld)},
-		{"takeover", takeoverSrc, strs(takeoverTakenOver, takeoverAcquired, takeoverMine)},
+		{"release", releaseSrc, strs(releaseReleased, releaseKept, releaseNotHeld, releaseRated)},
+		{"takeover", takeoverSrc, strs(takeoverTakenOver, takeoverAcquired, takeoverMine, takeoverTooMany, takeoverRated)},
+		{"forcerelease", forceReleaseSrc, strs(forceReleased, forceNotHeld, forceRated)},
 		{"detach", detachSrc, strs(detachReleased, detachKept, detachNotHeld)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

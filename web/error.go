@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/protocol"
@@ -100,7 +102,7 @@ func statusOf(code protocol.ErrorCode) int {
 		return http.StatusRequestTimeout
 	case protocol.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case protocol.CodeRateLimited:
+	case protocol.CodeRateLimited, protocol.CodeTooManyLocks:
 		return http.StatusTooManyRequests
 	case protocol.CodeStoreUnavailable, protocol.CodeNotReady:
 		return http.StatusServiceUnavailable
@@ -122,6 +124,11 @@ func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	if status == http.StatusUnauthorized {
 		// RFC 6750 §3: a 401 names the scheme it wants.
 		w.Header().Set("WWW-Authenticate", `Bearer realm="lockhub"`)
+	}
+	var wait interface{ Wait() time.Duration }
+	if errors.As(err, &wait) {
+		// RFC 9110 §10.2.3: whole seconds, rounded up so that a retry is not early.
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((wait.Wait()+time.Second-1)/time.Second), 10))
 	}
 	WriteJSON(w, status, body)
 }

@@ -40,6 +40,7 @@ type envOpts struct {
 	noDev   bool
 	noDemo  bool              // no demo domain mounted
 	config  func(*web.Config) // changes the Server's config
+	store   func(*locks.Config) // changes the lock store's config
 }
 
 // newEnvWith is newEnv with a change to the Server's config.
@@ -67,7 +68,11 @@ func newEnv(t *testing.T, o envOpts) *env {
 		log = slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	var err error
-	e.store, err = locks.NewStore(locks.Config{Client: o.lockRDB, Logger: log, Registerer: e.reg})
+	scfg := locks.Config{Client: o.lockRDB, Logger: log, Registerer: e.reg}
+	if o.store != nil {
+		o.store(&scfg)
+	}
+	e.store, err = locks.NewStore(scfg)
 	if err != nil {
 		t.Fatal(err)
 	}

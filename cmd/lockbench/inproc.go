@@ -33,12 +33,20 @@ type inprocHub struct {
 	stop  func() error
 }
 
+// benchChangesPerPerson is the rate of changes one person may make in a benchmark:
+// more than any run makes, so nothing is refused while every change is still counted.
+const benchChangesPerPerson = 1_000_000
+
 // startInproc runs the lockhub service on redisURL (empty: its embedded Redis), with
 // typ the one lockable type and development tokens. stop shuts it down and joins it.
 func startInproc(ctx context.Context, redisURL, typ string) (*inprocHub, error) {
 	// --dev: the clients take development tokens from POST /dev/token, which the
 	// service serves on a --redis-url only when told (PROTOCOL.md §5 Hardening).
-	args := []string{"--listen", "127.0.0.1:0", "--lockable", typ, "--log-level", "warn", "--dev"}
+	// --max-changes-per-person: the claim+release pairs of one person measure what a
+	// change costs, the fair share's count included, not the share itself (PROTOCOL.md
+	// §4 would refuse a person's 201st change within a few seconds).
+	args := []string{"--listen", "127.0.0.1:0", "--lockable", typ, "--log-level", "warn", "--dev",
+		"--max-changes-per-person", strconv.Itoa(benchChangesPerPerson)}
 	if redisURL != "" {
 		args = append(args, "--redis-url", redisURL)
 	}
@@ -304,7 +312,8 @@ func (m *Main) runExternal(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		store, err := locks.NewStore(locks.Config{Client: rdb, Registry: lockable})
+		store, err := locks.NewStore(locks.Config{Client: rdb, Registry: lockable,
+			MaxChangesPerPerson: benchChangesPerPerson, ChangesBurst: benchChangesPerPerson})
 		if err != nil {
 			return err
 		}

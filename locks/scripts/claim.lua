@@ -16,20 +16,32 @@
 -- ARGV[12] id of the claiming socket, or "" (HTTP)
 -- ARGV[13..17] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua); the
 --          Acquired entry's reason is claim
+-- ARGV[18..23] the share block: tenant tag, lockable types, locks per person, locks per
+--          tenant, changes a second, burst (prelude.lua); optional
 --
 -- Returns {status, value, found}, status one of (claimReply in scripts.go):
 --   "acquired"  it was free and is now the caller's, published Acquired; value = ARGV[8]
 --   "mine"      the caller already holds it (another tab); value = the stored value
 --               (Go renews it by compare-and-set, keeping acquiredAtUtc)
 --   "locked"    someone else holds it; value = the stored value
+--   "tooMany"   it was free, but the caller or the tenant holds as many locks as the
+--               share allows; nothing written; value = the setting (max-locks-per-...)
+--   "rateLimited"  it was free, but the caller made as many changes as the share
+--               allows; nothing written; value = ms until the next is allowed
 auditing(13)
+sharing(18)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if v then
   if holds(v, ARGV[7]) then return reply('mine', v) end
   return reply('locked', v)
 end
+local limit = over(ARGV[7], true)
+if limit then return reply('tooMany', limit) end
+local wait = take(ARGV[7], 1)
+if wait > 0 then return reply('rateLimited', tostring(wait)) end
 store(KEYS[1], KEYS[2], KEYS[3], ARGV[8], ARGV[9], ARGV[10], ARGV[11])
+own(ARGV[7], KEYS[1], ARGV[10])
 redis.call('DEL', KEYS[4]) -- sockets of a lease that ran out
 attach(KEYS[4], ARGV[12], ARGV[9])
 publish('Acquired', ARGV[8])

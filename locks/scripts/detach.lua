@@ -20,6 +20,9 @@
 --          (a graceful shutdown: its clients reconnect elsewhere and claim again)
 -- ARGV[10..14] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua); the
 --          Released entry's reason is disconnect, its actor the holder (whose socket went)
+-- ARGV[15..20] the share block: tenant tag, lockable types, locks per person, locks per
+--          tenant, changes a second, burst (prelude.lua); optional
+--          (a release on disconnect is never refused: it only keeps the person's index)
 --
 -- Returns {status, value, found}, status one of (detachReply in scripts.go):
 --   "released"  no socket was left, so it was dropped, published Released;
@@ -31,6 +34,7 @@
 -- A socket that is not in the set has no say: the lock was claimed afresh since
 -- (a new lease clears the set), or taken over, or claimed over HTTP.
 auditing(10)
+sharing(15)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if redis.call('SREM', KEYS[4], ARGV[8]) == 0 then return reply('kept', false) end
@@ -38,6 +42,7 @@ if ARGV[9] ~= '1' or redis.call('SCARD', KEYS[4]) > 0 then return reply('kept', 
 
 if not v then return reply('notHeld', false) end
 if not holds(v, ARGV[7]) then return reply('notHeld', v) end
+disown(ARGV[7], KEYS[1])
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], KEYS[1])
 redis.call('HDEL', KEYS[3], KEYS[1])

@@ -14,15 +14,24 @@
 -- ARGV[8]  the administrator's name
 -- ARGV[9..13] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua); the
 --          actor is the administrator, the reason admin
+-- ARGV[14..19] the share block: tenant tag, lockable types, locks per person, locks per
+--          tenant, changes a second, burst (prelude.lua); optional
+--          (the administrator's changes are counted as anyone's)
 --
 -- Returns {status, value, found}, status one of (forceReleaseReply in scripts.go):
 --   "released"  dropped, published Released with "by", recorded ForceReleased;
 --               value = the value that was stored
 --   "notHeld"   free, or a value that is not a lock (left alone); value nil
+--   "rateLimited"  the administrator made as many changes as the share allows; nothing
+--               written; value = ms until the next is allowed
 auditing(9)
+sharing(14)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if not v or decode(v) == nil then return reply('notHeld', false) end
+local wait = take(ARGV[7], 1)
+if wait > 0 then return reply('rateLimited', tostring(wait)) end
+disown(decode(v)['holderOid'], KEYS[1])
 redis.call('DEL', KEYS[1], KEYS[4])
 redis.call('ZREM', KEYS[2], KEYS[1])
 redis.call('HDEL', KEYS[3], KEYS[1])

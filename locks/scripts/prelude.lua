@@ -137,6 +137,90 @@ local function extend(key, ttl)
   if redis.call('PTTL', key) < tonumber(ttl) then redis.call('PEXPIRE', key, ttl) end
 end
 
+-- Fair share (PROTOCOL.md §4, version 3). A caller that passes the share block has
+-- every change its script makes counted for the person and the tenant in the same
+-- atomic step as the change, so no two instances, sockets or HTTP calls can together
+-- pass a limit. The block is 6 arguments at the position the script's header names
+-- (sharing below); without it nothing is counted or kept (another program's scripts):
+--   ARGV[s]    the tenant's hash tag, "{<tenant>}"
+--   ARGV[s+1]  the lockable types, comma-separated: the tenant's live locks are counted
+--              in their indexes, lockidx:{tenant}:<type>, which every writer of
+--              PROTOCOL.md §1 keeps (the .NET API's locks count, though never refused)
+--   ARGV[s+2]  how many live locks one person may hold (0: no limit)
+--   ARGV[s+3]  how many live locks the tenant may hold (0: no limit)
+--   ARGV[s+4]  changes a second one person may make (0: no limit)
+--   ARGV[s+5]  the burst of changes above that rate
+-- Two keys per person, built here from the tag (a takeover's previous holder, or a
+-- holder another program wrote, is known only from the stored value), both in the
+-- tenant's slot like every key of it:
+--   lockmine:{tenant}:<oid>  sorted set: lock key -> expiry (Unix ms) of the person's
+--                            locks; what mine reads, and what the person's quota counts
+--   lockrate:{tenant}:<oid>  hash: left (changes left), at (Unix ms): a token bucket
+local share = nil
+
+local function sharing(a)
+  if not ARGV[a] then return end
+  share = {tag = ARGV[a], types = ARGV[a + 1], person = tonumber(ARGV[a + 2]), tenant = tonumber(ARGV[a + 3]),
+    rate = tonumber(ARGV[a + 4]), burst = tonumber(ARGV[a + 5])}
+end
+
+local function person_key(oid)
+  return 'lockmine:' .. share.tag .. ':' .. oid
+end
+
+local function named(oid)
+  return share ~= nil and type(oid) == 'string' and oid ~= ''
+end
+
+-- own records that oid holds the lock k until expiry (Unix ms) and drops the person's
+-- leases that ran out (no more than the person held); disown forgets k for oid.
+local function own(oid, k, expiry)
+  if not named(oid) then return end
+  local key = person_key(oid)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', ARGV[5])
+  redis.call('ZADD', key, expiry, k)
+  extend(key, tonumber(expiry) - tonumber(ARGV[5]) + tonumber(ARGV[6]))
+end
+
+local function disown(oid, k)
+  if named(oid) then redis.call('ZREM', person_key(oid), k) end
+end
+
+-- over returns the setting a new lock of oid would pass, or nil: the person's quota,
+-- and the tenant's when the lock is free (fresh; a takeover adds none to the tenant).
+local function over(oid, fresh)
+  if not named(oid) then return nil end
+  local live = '(' .. ARGV[5]
+  if share.person > 0 and redis.call('ZCOUNT', person_key(oid), live, '+inf') >= share.person then
+    return 'max-locks-per-person'
+  end
+  if fresh and share.tenant > 0 then
+    local n = 0
+    for t in string.gmatch(share.types, '[^,]+') do
+      n = n + redis.call('ZCOUNT', 'lockidx:' .. share.tag .. ':' .. t, live, '+inf')
+    end
+    if n >= share.tenant then return 'max-locks-per-tenant' end
+  end
+  return nil
+end
+
+-- take spends n of oid's changes and answers 0, or, when fewer than n are left, spends
+-- nothing and answers the ms until n are. The bucket refills at share.rate a second up
+-- to share.burst; clocks of instances that disagree a little only shift a refill.
+local function take(oid, n)
+  if not named(oid) or share.rate <= 0 then return 0 end
+  local key = 'lockrate:' .. share.tag .. ':' .. oid
+  local now = tonumber(ARGV[5])
+  local st = redis.call('HMGET', key, 'left', 'at')
+  local left, at = tonumber(st[1]), tonumber(st[2])
+  if left == nil or at == nil then left, at = share.burst, now end
+  left = math.min(share.burst, left + math.max(now - at, 0) * share.rate / 1000)
+  if left < n then return math.ceil((n - left) * 1000 / share.rate) end
+  redis.call('HSET', key, 'left', tostring(left - n), 'at', tostring(math.max(now, at)))
+  redis.call('PEXPIRE', key, math.ceil(share.burst * 1000 / share.rate) + 1000)
+  return 0
+end
+
 -- The seen set, KEYS[5] (nil when a caller passed only four keys): a sorted set, per
 -- lock key whose value the values hash holds, of the index score lockhub last knew for
 -- it (0: no member), a mirror of the index as lockhub last knew it. Every writer that
@@ -231,12 +315,16 @@ end
 -- its seen score.
 local function changed(k, v, c, idx, vals, score)
   redis.call('HSET', vals, k, v)
-  see(k, score or redis.call('ZSCORE', idx, k) or 0)
+  score = score or redis.call('ZSCORE', idx, k)
+  see(k, score or 0)
+  local is = decode(v)
+  if score then own(is['holderOid'], k, score) end
   if not c then
     announceFound('Acquired', k, v)
     return
   end
-  local was, is = decode(c), decode(v)
+  local was = decode(c)
+  if was ~= nil and was['holderOid'] ~= is['holderOid'] then disown(was['holderOid'], k) end
   if was ~= nil and was['holderOid'] == is['holderOid'] then
     announceFound('Renewed', k, v)
   else
@@ -252,10 +340,9 @@ local function gone(k, c, idx, vals)
   redis.call('HDEL', vals, k)
   unsee(k)
   local expiry = tonumber(score)
-  if expiry == nil then
-    local d = decode(c)
-    if d ~= nil then expiry = instant(d['expiresAtUtc']) end
-  end
+  local d = decode(c)
+  if d ~= nil then disown(d['holderOid'], k) end
+  if expiry == nil and d ~= nil then expiry = instant(d['expiresAtUtc']) end
   announceFound(ended(expiry), k, c)
 end
 

@@ -14,21 +14,33 @@
 -- ARGV[8]  id of the socket releasing it, or "" (HTTP: the lock is dropped whoever uses it)
 -- ARGV[9..13] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua); the
 --          Released entry's reason is release, or decision (approve, reject)
+-- ARGV[14..19] the share block: tenant tag, lockable types, locks per person, locks per
+--          tenant, changes a second, burst (prelude.lua); optional
 --
 -- Returns {status, value, found}, status one of (releaseReply in scripts.go):
 --   "released"  dropped, published Released; value = the value that was stored
 --   "kept"      the socket let go, but another socket of the holder keeps the lock;
 --               nothing published; value = the stored value
 --   "notHeld"   gone (value nil) or someone else's (value = the stored value)
+--   "rateLimited"  it would be dropped, but the caller made as many changes as the
+--               share allows; nothing written (the socket keeps its share); value = ms
+--               until the next is allowed
 auditing(9)
+sharing(14)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if not v then return reply('notHeld', false) end
 if not holds(v, ARGV[7]) then return reply('notHeld', v) end
 if ARGV[8] ~= '' then
-  redis.call('SREM', KEYS[4], ARGV[8])
-  if redis.call('SCARD', KEYS[4]) > 0 then return reply('kept', v) end
+  local others = redis.call('SCARD', KEYS[4]) - redis.call('SISMEMBER', KEYS[4], ARGV[8])
+  if others > 0 then
+    redis.call('SREM', KEYS[4], ARGV[8])
+    return reply('kept', v)
+  end
 end
+local wait = take(ARGV[7], 1)
+if wait > 0 then return reply('rateLimited', tostring(wait)) end
+disown(ARGV[7], KEYS[1])
 redis.call('DEL', KEYS[1], KEYS[4])
 redis.call('ZREM', KEYS[2], KEYS[1])
 redis.call('HDEL', KEYS[3], KEYS[1])

@@ -20,6 +20,9 @@
 -- ARGV[13] id of the renewing socket, or "" (HTTP)
 -- ARGV[14..18] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua): a renewal is
 --          not audited, only the changes of other writers found first
+-- ARGV[19..24] the share block: tenant tag, lockable types, locks per person, locks per
+--          tenant, changes a second, burst (prelude.lua); optional
+--          (a renewal is never refused: it only keeps the person's index)
 --
 -- Returns {status, value, found}, status one of (renewReply in scripts.go):
 --   "renewed"  published Renewed; value = ARGV[9]
@@ -27,6 +30,7 @@
 --   "raced"    still the caller's but changed since Go read it (another tab renewed);
 --              value = the stored value; Go retries with it
 auditing(14)
+sharing(19)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if not v then return reply('lost', false) end
@@ -34,6 +38,7 @@ if not holds(v, ARGV[7]) then return reply('lost', v) end
 if v ~= ARGV[8] then return reply('raced', v) end
 
 store(KEYS[1], KEYS[2], KEYS[3], ARGV[9], ARGV[10], ARGV[11], ARGV[12])
+own(ARGV[7], KEYS[1], ARGV[11])
 attach(KEYS[4], ARGV[13], ARGV[10])
 publish('Renewed', ARGV[9])
 return reply('renewed', ARGV[9])

@@ -52,6 +52,9 @@
 -- ARGV[12] ms: how long the feed key lives after the last sweep (ARGV[10] "0")
 -- ARGV[13..17] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua): the
 --          sweep's entries have actor null, whatever ARGV[15..17] say
+-- ARGV[18..23] the share block: tenant tag, lockable types, locks per person, locks per
+--          tenant, changes a second, burst (prelude.lua); optional
+--          (a sweep refuses nothing: it keeps the persons' indexes of what it finds)
 --
 -- Returns {found, values}:
 --   found   the ops announced, one per event published
@@ -59,6 +62,7 @@
 --           empty when ARGV[10] is "0"
 
 auditing(13)
+sharing(18)
 local read = ARGV[10] == '1'
 if not read and tonumber(ARGV[11]) > 0 then
   if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[11]) then return {found, {}} end

@@ -17,6 +17,8 @@
 -- ARGV[12] id of the socket taking over, or "" (HTTP)
 -- ARGV[13..17] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua); the
 --          Acquired or TakenOver entry's reason is takeover, its holder the caller
+-- ARGV[18..23] the share block: tenant tag, lockable types, locks per person, locks per
+--          tenant, changes a second, burst (prelude.lua); optional
 --
 -- Returns {status, value, found}, status one of (takeoverReply in scripts.go):
 --   "takenOver"  someone else held it and now the caller does, published TakenOver;
@@ -24,7 +26,12 @@
 --   "acquired"   it was free and is now the caller's, published Acquired; value nil
 --   "mine"       the caller already holds it; value = the stored value (Go renews it
 --                by compare-and-set, keeping acquiredAtUtc)
+--   "tooMany"    the caller (or, for a free lock, the tenant) holds as many locks as the
+--                share allows; nothing written; value = the setting
+--   "rateLimited"  the caller made as many changes as the share allows; nothing
+--                written; value = ms until the next is allowed
 auditing(13)
+sharing(18)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 local prev = nil
@@ -32,7 +39,13 @@ if v then
   prev = decode(v)
   if prev ~= nil and prev['holderOid'] == ARGV[7] then return reply('mine', v) end
 end
+local limit = over(ARGV[7], not v)
+if limit then return reply('tooMany', limit) end
+local wait = take(ARGV[7], 1)
+if wait > 0 then return reply('rateLimited', tostring(wait)) end
 store(KEYS[1], KEYS[2], KEYS[3], ARGV[8], ARGV[9], ARGV[10], ARGV[11])
+if prev ~= nil then disown(prev['holderOid'], KEYS[1]) end
+own(ARGV[7], KEYS[1], ARGV[10])
 redis.call('DEL', KEYS[4]) -- the previous holder's sockets no longer hold it
 attach(KEYS[4], ARGV[12], ARGV[9])
 if not v then
