@@ -38,8 +38,8 @@ type envOpts struct {
 	lockRDB redis.UniversalClient // nil: a fresh miniredis
 	demoRDB redis.UniversalClient // nil: the lock Redis
 	noDev   bool
-	noDemo  bool              // no demo domain mounted
-	config  func(*web.Config) // changes the Server's config
+	noDemo  bool                // no demo domain mounted
+	config  func(*web.Config)   // changes the Server's config
 	store   func(*locks.Config) // changes the lock store's config
 }
 
