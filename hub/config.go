@@ -26,7 +26,7 @@ type Store struct {
 	Locks     Locks
 	Feed      Feed
 	Presence  Presence
-	Instances Instances
+	Instances locks.MemberInstances // passed on to the hub's locks.Member (instance.go)
 	Console   Console
 }
 
@@ -64,21 +64,6 @@ type Presence interface {
 	Nudge(ctx context.Context, ref locks.Ref, from protocol.Holder, every time.Duration) (protocol.Outcome, error)
 }
 
-// Instances is the liveness records and holdings of instances (instance.go):
-// *locks.Instances.
-type Instances interface {
-	Heartbeat(ctx context.Context, instance string) (locks.Liveness, error)
-	UpdateHoldings(ctx context.Context, instance string, add, remove []locks.Holding) error
-	ReplaceHoldings(ctx context.Context, instance string, all []locks.Holding) error
-	Leave(ctx context.Context, instance string) error
-	Reap(ctx context.Context, timeout, grace time.Duration) ([]locks.DeadInstance, error)
-	DueReaped(ctx context.Context, turn time.Duration) ([]locks.DeadInstance, error)
-	Forget(ctx context.Context, h locks.Holding) (bool, error)
-	Alive(ctx context.Context, instance string) (bool, error)
-	Reattach(ctx context.Context, h locks.Holding) (bool, error)
-	FinishReap(ctx context.Context, instance string) error
-}
-
 // Console is the lock console's frames (PROTOCOL.md §10, admin.go): *locks.Console.
 type Console interface {
 	AdminLocks(ctx context.Context, tenant string) ([]protocol.Lock, error)
@@ -86,11 +71,10 @@ type Console interface {
 }
 
 var (
-	_ Locks     = (*locks.Locks)(nil)
-	_ Feed      = (*locks.Locks)(nil)
-	_ Presence  = (*locks.Presence)(nil)
-	_ Instances = (*locks.Instances)(nil)
-	_ Console   = (*locks.Console)(nil)
+	_ Locks    = (*locks.Locks)(nil)
+	_ Feed     = (*locks.Locks)(nil)
+	_ Presence = (*locks.Presence)(nil)
+	_ Console  = (*locks.Console)(nil)
 )
 
 // Config configures a Hub. Store and Verifier are required; every other zero value
@@ -190,7 +174,7 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultReleaseGrace = 10 * time.Second
+	DefaultReleaseGrace = locks.DefaultReleaseGrace
 	DefaultRenewEvery   = 2 * time.Minute
 	DefaultSendQueue    = 256
 	DefaultWriteTimeout = 10 * time.Second
@@ -203,7 +187,7 @@ const (
 	DefaultPingEvery         = 25 * time.Second
 	// DefaultInstanceTimeout: a dead instance's locks go at most 20 s + the grace after
 	// it died (the contract allows the grace + 30 s).
-	DefaultInstanceTimeout = 15 * time.Second
+	DefaultInstanceTimeout = locks.DefaultInstanceTimeout
 	// DefaultViewTTL: a dead instance's viewers go within 40 s (the contract: 60 s).
 	DefaultViewTTL = 30 * time.Second
 	// MaxViewTTL is the longest ViewTTL that keeps the contract's 60 s.

@@ -128,10 +128,10 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 		res, err := c.h.store.Locks.Renew(c.h.ctx, ref, holder, c.id)
 		c.answer(req, res, err)
 	case protocol.FrameRelease:
-		c.h.held.leave(ref, holder.OID, c.id)
+		c.h.member.Leaving(holding(ref, holder.OID, c.id))
 		res, err := c.h.store.Locks.Release(c.h.ctx, ref, holder, c.id)
 		c.answer(req, res, err)
-		c.h.held.left(ref, holder.OID, c.id) // after answer: untracked by then, if released
+		c.h.member.Left(holding(ref, holder.OID, c.id)) // after answer: untracked by then, if released
 	case protocol.FrameTakeover:
 		if c.overLockLimit(req, ref) {
 			break
@@ -239,14 +239,14 @@ func (c *conn) track(ref locks.Ref) {
 		c.claimed = map[locks.Ref]struct{}{}
 	}
 	c.claimed[ref] = struct{}{}
-	c.h.held.hold(ref, c.ident.OID, c.id)
+	c.h.member.Hold(holding(ref, c.ident.OID, c.id))
 }
 
 // untrack forgets a lock the socket no longer holds.
 func (c *conn) untrack(ref locks.Ref) {
 	if _, ok := c.claimed[ref]; ok {
 		delete(c.claimed, ref)
-		c.h.held.drop(ref, c.ident.OID, c.id)
+		c.h.member.Drop(holding(ref, c.ident.OID, c.id))
 	}
 }
 

@@ -102,16 +102,17 @@
 //
 // An instance that dies without detaching (kill -9, OOM, a lost node) cannot time
 // anything. So each instance keeps a liveness record in Redis and the list of what its
-// sockets claimed (instance.go); a live instance that finds a record InstanceTimeout
-// old takes it. At once it drops the dead instance's sockets from the locks where
-// another socket of the holder is left (a live tab's release is then the last, and
-// drops the lock); after the grace it detaches the rest as if they had just closed.
-// The holdings stay in Redis until that is done, so any live instance finishes what a
-// reaper that stopped began. Until the instance is found, a dead socket's id keeps a
-// release from the holder's live socket from dropping the lock (it counts as a tab
-// still open); the reaper's detach removes it and, the live tab's id being gone too,
-// releases the lock. A live tab that still holds the lock keeps it. With the defaults
-// a lock of a dead instance goes at most about 20 s + the grace after the death.
+// sockets claimed (its locks.Member, instance.go); a live instance that finds a record
+// InstanceTimeout old takes it. At once it drops the dead instance's sockets from the
+// locks where another socket of the holder is left (a live tab's release is then the
+// last, and drops the lock); after the grace it detaches the rest as if they had just
+// closed. The holdings stay in Redis until that is done, so any live instance finishes
+// what a reaper that stopped began. Until the instance is found, a dead socket's id
+// keeps a release from the holder's live socket from dropping the lock (it counts as a
+// tab still open); the reaper's detach removes it and, the live tab's id being gone
+// too, releases the lock. A live tab that still holds the lock keeps it. With the
+// defaults a lock of a dead instance goes at most about 20 s + the grace after the
+// death.
 //
 // A graceful shutdown (Shutdown, 1001) detaches each socket's locks without releasing
 // them: its clients reconnect to another instance within the grace and claim again,
@@ -124,8 +125,8 @@
 // All methods of Hub may be called concurrently. Every goroutine
 // has an owner that joins it: a socket's reader is started by ServeHTTP and joined by
 // Shutdown; its handler, heartbeat, writer and close handshake are joined by its reader before it
-// tears down; the feed, sweeper, resync, release and view-refresh goroutines are started
-// and joined by Run. No lock of the hub's or a socket's is held across a network write or
+// tears down; the feed, sweeper, resync, release and view-refresh goroutines and the
+// Member's Run (which joins its own) are started and joined by Run. No lock of the hub's or a socket's is held across a network write or
 // a store call: the hub's lock guards the socket and watcher sets (read-locked while an
 // event is queued, which never blocks), each socket's lock its inbox, timer and
 // heartbeat, and its sender's lock, never held with the socket's, what it has to send.

@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,8 +56,7 @@ type Hub struct {
 	resyncAll   bool                       // guarded by resyncMu; a resync of every tenant is asked
 	resyncFor   []func(tenant string) bool // guarded by resyncMu; or of the tenants these name
 	rel         *releaser                  // release-on-disconnect timers, run by Run
-	instance    string                     // this instance's id in the liveness records
-	held        *holdings                  // changes to this instance's holdings, written by Run
+	member      *locks.Member              // this instance's liveness and holdings, run by Run (instance.go)
 	snaps       snapshotReads              // the watches' snapshot reads, coalesced (snapshot.go)
 	send        senderConfig               // what every socket's sender shares (sender.go)
 }
@@ -85,8 +83,9 @@ func New(cfg Config) (*Hub, error) {
 		resync:    make(chan struct{}, 1),
 		limitWarn: rate.Sometimes{Interval: 10 * time.Second},
 		rel:       newReleaser(),
-		instance:  "i-" + rand.Text(),
-		held:      newHoldings(),
+	}
+	if h.member, err = newMember(cfg, h.met); err != nil {
+		return nil, err
 	}
 	// The hub's own lifetime, not a request's: store calls made for sockets outlive the
 	// HTTP request that upgraded them, and Shutdown cancels it.
@@ -216,16 +215,26 @@ func httpError(w http.ResponseWriter, status int, code, msg string) {
 
 // Run runs what the hub needs besides its sockets, until ctx is done: the change feed
 // (store.RunFeed, delivering events to watchers and resyncing them when the feed comes
-// back), the sweeper of watched types (announcing Expired), and the release timers of
-// closed sockets. It returns after joining all of them. When ctx is done, release timers
-// still pending are settled at once (see the package doc). Call Run once; cancel its
-// ctx after Shutdown.
+// back), the sweeper of watched types (announcing Expired), the release timers of
+// closed sockets, and this instance's membership (locks.Member: its liveness record,
+// its holdings, reaping the instances that died). It returns after joining all of
+// them. When ctx is done, release timers still pending are settled at once (see the
+// package doc). Call Run once; cancel its ctx after Shutdown.
 func (h *Hub) Run(ctx context.Context) error {
 	if !h.running.CompareAndSwap(false, true) {
 		return errors.New("hub: Run called twice")
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The Member stops last: it leaves (its record and holdings go) once every socket's
+	// locks are settled, since a stopped instance's holdings must not be reaped as a
+	// dead one's.
+	mctx, stopMember := context.WithCancel(context.WithoutCancel(ctx))
+	memberDone := make(chan struct{})
+	go func() {
+		defer close(memberDone)
+		_ = h.member.Run(mctx) // its only error is a second call, and Run runs once
+	}()
 	var wg sync.WaitGroup
 	var feedErr error
 	wg.Go(func() {
@@ -237,15 +246,10 @@ func (h *Hub) Run(ctx context.Context) error {
 	wg.Go(func() { h.sweepLoop(ctx) })
 	wg.Go(func() { h.resyncLoop(ctx) })
 	wg.Go(func() { h.rel.run(ctx, h) })
-	wg.Go(func() { h.holdingsLoop(ctx) })
-	wg.Go(func() { h.livenessLoop(ctx) })
 	wg.Go(func() { h.viewLoop(ctx) })
 	wg.Wait()
-	// Stopped: its sockets are detached (Shutdown) or about to be, and a stopped
-	// instance's holdings must not be reaped as a dead one's.
-	lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), detachTimeout)
-	_ = h.store.Instances.Leave(lctx, h.instance)
-	lcancel()
+	stopMember()
+	<-memberDone
 	return feedErr
 }
 

@@ -21,12 +21,7 @@ type metrics struct {
 	closes        *prometheus.CounterVec   // code
 	authFailures  prometheus.Counter       // tokens refused
 	resyncs       prometheus.Counter       // fresh snapshots sent after the feed came back
-	detaches      *prometheus.CounterVec   // why: grace, shutdown; outcome
-	deadInstances prometheus.Counter       // instances found dead and reaped here
-	takenForDead  prometheus.Counter       // times this instance's own record was found gone
-	reapedLocks   prometheus.Counter       // locks of dead instances' sockets scheduled for release
-	forgotten     prometheus.Counter       // dead sockets dropped at once from locks a live socket uses
-	reattached    prometheus.Counter       // this instance's sockets put back after it was taken for dead
+	detaches      *prometheus.CounterVec   // why: grace (with the Member's, of dead instances), shutdown; outcome
 	requestTiming *prometheus.HistogramVec // type
 	limits        *prometheus.CounterVec   // limit: one of the limit* labels
 	views         prometheus.Gauge         // entities viewed, summed over sockets
@@ -89,21 +84,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		resyncs: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_resyncs_total", Help: "Resyncs: fresh snapshots sent to every watcher after the change feed came back.",
-		}),
-		deadInstances: f.NewCounter(prometheus.CounterOpts{
-			Name: "lockhub_hub_dead_instances_total", Help: "Instances that stopped refreshing their liveness record without shutting down, found and reaped by this instance.",
-		}),
-		takenForDead: f.NewCounter(prometheus.CounterOpts{
-			Name: "lockhub_hub_taken_for_dead_total", Help: "Times this instance found its own liveness record gone (cut off from Redis longer than --instance-timeout, it was taken for dead) and wrote its holdings again.",
-		}),
-		reapedLocks: f.NewCounter(prometheus.CounterOpts{
-			Name: "lockhub_hub_reaped_locks_total", Help: "Locks claimed through the sockets of dead instances, detached by this instance after the release grace.",
-		}),
-		forgotten: f.NewCounter(prometheus.CounterOpts{
-			Name: "lockhub_hub_dead_sockets_forgotten_total", Help: "Sockets of dead instances that stopped counting for the two-tab rule as soon as the instance was found dead, on locks another socket of the holder used.",
-		}),
-		reattached: f.NewCounter(prometheus.CounterOpts{
-			Name: "lockhub_hub_sockets_reattached_total", Help: "Sockets of this instance put back into their locks' sockets after it found it was taken for dead (a reaper had dropped them for the two-tab rule).",
 		}),
 		detaches: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_detaches_total", Help: "Locks detached from closed sockets, by why (grace, shutdown) and outcome.",

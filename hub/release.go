@@ -129,15 +129,16 @@ func (r *releaser) run(ctx context.Context, h *Hub) {
 // left to its lease.
 func (h *Hub) detach(ctx context.Context, job detachJob, release bool, why string) {
 	for _, ref := range job.refs {
-		h.held.leave(ref, job.holder.OID, job.conn) // ended by the drop below
+		hd := holding(ref, job.holder.OID, job.conn)
+		h.member.Leaving(hd) // ended by the drop below
 		res, err := h.store.Locks.Detach(ctx, ref, job.holder, job.conn, release)
 		if err != nil { // refs were accepted by the store when claimed: cannot happen
 			h.log.LogAttrs(ctx, slog.LevelWarn, "detach refused", slog.String("lock", ref.String()), slog.String("error", err.Error()))
-			h.held.left(ref, job.holder.OID, job.conn)
+			h.member.Left(hd)
 			continue
 		}
 		h.met.detaches.WithLabelValues(why, string(res.Outcome)).Inc()
-		h.held.drop(ref, job.holder.OID, job.conn)
+		h.member.Drop(hd)
 	}
 	// Views end now, after the grace; without release (a shutdown) at the end of the
 	// grace, leaving the client time to view again from another instance. The refs

@@ -2,10 +2,12 @@
 // as PROTOCOL.md §1–§3 describe, without touching the entity's own tables.
 //
 // Start with NewStore. A Store is one handle per concept over one shared Redis core
-// (parts.go): Locks (Claim, Renew, Release, Takeover, Get, List, Mine, the sweep and
-// the change feed), Presence (views and nudges), Instances (liveness and holdings of
-// hub instances) and Console (the lock console and the audit trail). keys.go lists
-// every key the store writes. A lock is one JSON value under lock:{<tenant>}:<type>:<uid> whose TTL is the
+// (store.go, core.go): Locks (Claim, Renew, Release, Takeover, Get, List, Mine, the
+// sweep and the change feed), Presence (views and nudges), Instances (liveness and
+// holdings of hub instances) and Console (the lock console and the audit trail). A
+// Member (member.go) is one hub instance's side of Instances: its holdings, its
+// heartbeat and its share of reaping the instances that died. keys.go lists every key
+// the store writes. A lock is one JSON value under lock:{<tenant>}:<type>:<uid> whose TTL is the
 // lease; lockidx:{<tenant>}:<type> indexes a tenant's locks of one type by expiry, so
 // listing by type is a prune, a range and one MGET however many rows a grid shows. The
 // tenant is a Redis Cluster hash tag in every key: all of a tenant's keys share one
@@ -34,6 +36,6 @@
 // §10), capped at about Config.AuditCap entries; Audit reads it, AdminLocks and
 // ForceRelease are the lock console's operations (console.go).
 //
-// Concurrency: a Store is safe for concurrent use. RunFeed blocks until its ctx is
-// done and joins every goroutine it starts.
+// Concurrency: a Store is safe for concurrent use. RunFeed, and a Member's Run, block
+// until their ctx is done and join every goroutine they start.
 package locks

@@ -106,7 +106,7 @@ func (s *Instances) Heartbeat(ctx context.Context, instance string) (Liveness, e
 	var kept *redis.BoolCmd
 	// One round trip, as one failed command fails the heartbeat: just after Redis is
 	// back, when a stale pooled connection may fail a command, each instance must get
-	// its record in before the others' reaping starts (see hub's livenessLoop). EVAL,
+	// its record in before the others' reaping starts (see Member). EVAL,
 	// not EVALSHA: a pipeline cannot fall back on NOSCRIPT.
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		added = s.sc.beat.Eval(ctx, p, []string{instancesKey}, instance, ttl.Milliseconds(), s.shift.Milliseconds())
