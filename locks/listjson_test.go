@@ -128,7 +128,7 @@ func testListJSON(t *testing.T, b backend) {
 			t.Errorf("ListJSON changed the TTL of %s: %v, then %v", k, b, a)
 		}
 	}
-	list, err := s.Locks.List(ctx, tenant, typ) // sweeps: puts the index back
+	list, err := s.Locks.List(ctx, tenant, typ)
 	if err != nil {
 		t.Fatal(err)
 	}

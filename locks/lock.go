@@ -359,18 +359,39 @@ func (s *core) get(ctx context.Context, ref Ref) (*protocol.Lock, error) {
 	return &l, nil
 }
 
-// List returns the live locks of one type in a tenant: prune what ran out
-// (announcing it as Expired), range the live members of the index, and read them with
-// one MGET, all in one script, one round trip. A key that expires between the range
-// and the MGET is simply absent. On fail open it returns no locks.
+// List returns the live locks of one type in a tenant, read page by page (readLive):
+// a type of any size never holds Redis for long (PROTOCOL.md §4). It only reads: what
+// ran out, or what another program changed, is announced by the sweeper of a watched
+// type (Sweep), or by the next lockhub change of the entity. A key that expires while
+// it is read is simply absent. On fail open it returns no locks.
 func (s *Locks) List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error) {
 	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
 		return nil, err
 	}
 	locks, _ := runOp(ctx, s.core, opList, func(ctx context.Context) ([]protocol.Lock, error) {
-		return s.sweep(ctx, tenant, entityType, true, 0, nil)
+		return s.list(ctx, tenant, entityType)
 	}, listedLabel) // failing open answers no locks: runOp's nil
 	return locks, nil
+}
+
+// list reads a type's live locks page by page (readLive) and decodes them: what List
+// and the console list answer. A value that does not parse is skipped and logged.
+func (s *core) list(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error) {
+	values, err := s.readLive(ctx, tenant, entityType)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]protocol.Lock, 0, len(values))
+	for _, v := range values {
+		str, ok := v.(string)
+		if !ok {
+			continue // expired between the range and the MGET: absent, which is right
+		}
+		if l, err := s.decodeListed(ctx, tenant, entityType, str); err == nil {
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }
 
 // Mine returns the live locks of holder oid in tenant, read from the person's own index
@@ -433,11 +454,22 @@ func (s *Locks) Sweep(ctx context.Context, tenant, entityType string, every time
 	return nil
 }
 
+// sweepChunk is the most candidates one sweep call reads and compares (sweep.lua), and
+// sweepCalls the most calls one Sweep makes after its first: a program that rewrote a
+// whole big type is caught up with page by page, each page a short script, up to
+// sweepChunk × (sweepCalls+1) changes a sweep, the rest at the next (PROTOCOL.md §4).
+const (
+	sweepChunk = 256
+	sweepCalls = 16
+)
+
 // sweepValues runs sweep.lua, which announces what nobody announced and, when read,
 // reads the live locks; it returns their stored values (nil for a key that expired
 // between the range and the MGET). Values that are not locks are skipped by the
 // callers, and logged: one bad record must not hide the others.
-func (s *core) sweepValues(ctx context.Context, tenant, entityType string, read bool, every time.Duration) ([]any, error) {
+// At most sweepChunk candidates are compared a call; more reports that some were left
+// for the next.
+func (s *core) sweepValues(ctx context.Context, tenant, entityType string, read bool, every time.Duration) (values []any, more bool, err error) {
 	now := s.now()
 	ft := s.foreign[entityType] // every caller checked that the type is lockable
 	head, tail := ft[0], ft[1]
@@ -451,25 +483,32 @@ func (s *core) sweepValues(ctx context.Context, tenant, entityType string, read 
 	args := append(s.pubArgs(tenant, now), lockKeyPrefix(tenant, entityType), head, tail, readArg, skip, feedKeyTTL.Milliseconds())
 	args = append(args, s.auditArgs(now, nil, "")...)
 	args = append(args, s.shareArgs(tenant)...)
+	args = append(args, sweepChunk)
 	keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType), sweepKey(tenant, entityType), FeedKey(tenant), seenKey(tenant, entityType)}
 	if s.audit {
 		keys = append(keys, AuditKey(tenant))
 	}
 	reply, err := s.sc.sweep.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if len(reply) != 2 {
-		return nil, &corruptError{"sweep script answered an unexpected shape"}
+	if len(reply) != 2 && len(reply) != 3 { // 2: skipped, a sweep of the type was recent
+		return nil, false, &corruptError{"sweep script answered an unexpected shape"}
 	}
 	s.foundChanges(reply[0])
-	values, _ := reply[1].([]any)
-	return values, nil
+	values, _ = reply[1].([]any)
+	more = len(reply) == 3 && reply[2] == int64(1)
+	return values, more, nil
 }
 
 // sweep is sweepValues, its values decoded, and kept where keep says so (nil: all).
 func (s *core) sweep(ctx context.Context, tenant, entityType string, read bool, every time.Duration, keep func(*protocol.Lock) bool) ([]protocol.Lock, error) {
-	values, err := s.sweepValues(ctx, tenant, entityType, read, every)
+	values, more, err := s.sweepValues(ctx, tenant, entityType, read, every)
+	// Candidates left: the next calls, each as short, catch up at once; other commands
+	// are served between them.
+	for i := 0; err == nil && more && i < sweepCalls; i++ {
+		_, more, err = s.sweepValues(ctx, tenant, entityType, false, 0)
+	}
 	if err != nil {
 		return nil, err
 	}

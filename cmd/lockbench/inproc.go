@@ -40,13 +40,21 @@ const benchChangesPerPerson = 1_000_000
 // startInproc runs the lockhub service on redisURL (empty: its embedded Redis), with
 // typ the one lockable type and development tokens. stop shuts it down and joins it.
 func startInproc(ctx context.Context, redisURL, typ string) (*inprocHub, error) {
+	return startHub(ctx, redisURL, typ, false)
+}
+
+// startHub is startInproc; with limits, every limit of the hub and the store is its
+// default (-mode share, which measures them), else the rates are lifted (below).
+func startHub(ctx context.Context, redisURL, typ string, limits bool) (*inprocHub, error) {
 	// --dev: the clients take development tokens from POST /dev/token, which the
 	// service serves on a --redis-url only when told (PROTOCOL.md §5 Hardening).
-	// --max-changes-per-person: the claim+release pairs of one person measure what a
-	// change costs, the fair share's count included, not the share itself (PROTOCOL.md
-	// §4 would refuse a person's 201st change within a few seconds).
-	args := []string{"--listen", "127.0.0.1:0", "--lockable", typ, "--log-level", "warn", "--dev",
-		"--max-changes-per-person", strconv.Itoa(benchChangesPerPerson)}
+	args := []string{"--listen", "127.0.0.1:0", "--lockable", typ, "--log-level", "warn", "--dev"}
+	if !limits {
+		// The claim+release pairs of one person measure what a change costs, the fair
+		// share's count included, not the share itself (PROTOCOL.md §4 would refuse a
+		// person's 201st change within a few seconds).
+		args = append(args, "--max-changes-per-person", strconv.Itoa(benchChangesPerPerson))
+	}
 	if redisURL != "" {
 		args = append(args, "--redis-url", redisURL)
 	}
@@ -56,6 +64,9 @@ func startInproc(ctx context.Context, redisURL, typ string) (*inprocHub, error) 
 		Stdout:    os.Stderr,
 		Stderr:    os.Stderr,
 		Configure: func(c *service.Config) {
+			if limits {
+				return
+			}
 			// The per-socket rate limit would time the limiter in the socket/direct
 			// ratio, not the cost of the socket; claimers keep under it by themselves
 			// (-rate).

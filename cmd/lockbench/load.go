@@ -48,12 +48,17 @@ type loadResult struct {
 type client struct {
 	url, tokenURL string
 	tenant, typ   string
+	roles         []string // of the tokens it gets; nil: none
 	http          *http.Client
 }
 
 // token gets a development token from the hub's POST /dev/token.
 func (cl *client) token(ctx context.Context, oid string) (string, error) {
-	body, _ := json.Marshal(map[string]any{"tenant": cl.tenant, "oid": oid, "name": "lockbench " + oid, "roles": []string{}})
+	roles := cl.roles
+	if roles == nil {
+		roles = []string{}
+	}
+	body, _ := json.Marshal(map[string]any{"tenant": cl.tenant, "oid": oid, "name": "lockbench " + oid, "roles": roles})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cl.tokenURL, bytes.NewReader(body))
 	if err != nil {
 		return "", err

@@ -74,6 +74,11 @@ type options struct {
 	rounds        int
 	crowdPing     bool
 	pipeline      bool
+
+	// -mode share
+	shareLocks   int
+	sharePeople  int
+	shareSeconds time.Duration
 }
 
 // Bounds of the flags: the tool never opens more than this.
@@ -91,6 +96,7 @@ const (
 	modeLoad    = "load"
 	modeForeign = "foreign"
 	modeCrowd   = "crowd"
+	modeShare   = "share"
 )
 
 // ParseFlags parses and checks the command line.
@@ -128,6 +134,9 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&o.snapshotLocks, "snapshot-locks", 20, "with -mode crowd: locks of the type, held through the run, that every snapshot carries")
 	fs.BoolVar(&o.pipeline, "pipeline", true, "with -mode crowd: each socket sends its watch (or ping) right behind its auth, as the browser client does, and the hub answers both in one write; false waits for the welcome first")
 	fs.BoolVar(&o.crowdPing, "crowd-ping", false, "with -mode crowd: the measured crowd sends a ping instead of its watch, and waits for the pong: what one request and answer costs, the least a watch could")
+	fs.IntVar(&o.shareLocks, "share-locks", 20000, "with -mode share: locks of the big tenant, all of -type (its quota, PROTOCOL.md §4)")
+	fs.IntVar(&o.sharePeople, "share-people", 4, "with -mode share: people of the big tenant sending every request the limits allow")
+	fs.DurationVar(&o.shareSeconds, "share-for", 20*time.Second, "with -mode share: how long each phase (alone, under load) measures")
 	lookup := m.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -186,8 +195,19 @@ func (m *Main) ParseFlags(args []string) error {
 		case o.rounds < 1 || o.rounds > maxRounds:
 			return p.Name("rounds", fmt.Errorf("must be 1 to %d", maxRounds))
 		}
+	} else if o.mode == modeShare {
+		switch {
+		case o.redisURL == "":
+			return p.Name("redis-url", errShareRedis)
+		case o.shareLocks < 1 || o.shareLocks > maxShareLocks:
+			return p.Name("share-locks", fmt.Errorf("must be 1 to %d", maxShareLocks))
+		case o.sharePeople < 1 || o.sharePeople > maxSharePeople:
+			return p.Name("share-people", fmt.Errorf("must be 1 to %d", maxSharePeople))
+		case o.shareSeconds < time.Second || o.shareSeconds > 10*time.Minute:
+			return p.Name("share-for", errors.New("must be 1s to 10m"))
+		}
 	} else if o.mode != modeLoad {
-		return p.Name("mode", fmt.Errorf("must be %s, %s or %s", modeLoad, modeForeign, modeCrowd))
+		return p.Name("mode", fmt.Errorf("must be %s, %s, %s or %s", modeLoad, modeForeign, modeCrowd, modeShare))
 	}
 	if !o.inproc && o.mode == modeLoad {
 		if err := loopbackURL(o.url, "ws", "wss"); err != nil {
@@ -251,6 +271,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return m.runCrowd(ctx)
 	case m.opt.mode == modeForeign:
 		return m.runForeign(ctx)
+	case m.opt.mode == modeShare:
+		return m.runShare(ctx)
 	case m.opt.child:
 		return m.runChild(ctx)
 	case m.opt.inproc:

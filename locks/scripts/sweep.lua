@@ -55,11 +55,16 @@
 -- ARGV[18..23] the share block: tenant tag, lockable types, locks per person, locks per
 --          tenant, changes a second, burst (prelude.lua); optional
 --          (a sweep refuses nothing: it keeps the persons' indexes of what it finds)
+-- ARGV[24] the most candidates one call reads and compares ("0" or none: all): the rest
+--          keep their seen scores, so they are candidates again at the next call, which
+--          the caller makes at once (PROTOCOL.md §4, bounded work per Redis command: a
+--          program that rewrote thousands of locks is caught up with page by page)
 --
--- Returns {found, values}:
+-- Returns {found, values, more}:
 --   found   the ops announced, one per event published
 --   values  the values of the live locks, read with MGET in this same round trip;
 --           empty when ARGV[10] is "0"
+--   more    1 when candidates were left for the next call, else 0
 
 auditing(13)
 sharing(18)
@@ -155,6 +160,13 @@ else
   end
 end
 
+local more = 0
+local most = tonumber(ARGV[24] or '0') or 0
+if most > 0 and #keys > most then
+  for i = #keys, most + 1, -1 do keys[i] = nil end
+  more = 1
+end
+
 -- chunked runs cmd (prefixed with key, if any) over list in chunks of 1000 (unpack is
 -- bounded by Lua's C stack) and returns the replies as one table by position.
 local function chunked(cmd, key, list)
@@ -232,4 +244,4 @@ end
 if #found > 0 or wrote or redis.call('PTTL', KEYS[1]) < 0 then
   settle(KEYS[1], KEYS[2])
 end
-return {found, values}
+return {found, values, more}

@@ -1,0 +1,466 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/locks/redistest"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// -mode share: the fair share of PROTOCOL.md §4 under the load it is for (ISSUE 25). A
+// big tenant holds its quota of locks (-share-locks, all of one type, written as the
+// .NET API writes them) and its people (-share-people, one socket and HTTP each) send
+// every request the limits allow: watches (a snapshot of every lock), mine, the
+// console's list, list by type over HTTP, and claims. Beside it a small tenant's people
+// claim and release. The run measures the small tenant's claims alone, then under the
+// big tenant's load, on one in-process hub with every limit at its default, and reports:
+//
+//   - the longest command lockhub sent to Redis, as SLOWLOG measures it (goal: at most
+//     5 ms), and the slowest kinds of command;
+//   - Redis's CPU a second (INFO cpu), alone and under load;
+//   - the small tenant's claim p50/p99, alone and under load (goal: p99 at most 1.5×).
+
+// Defaults and bounds of -mode share.
+const (
+	maxShareLocks  = 100000
+	maxSharePeople = 64
+	// smallPeople claim and release in the small tenant, each a pair every
+	// smallPairEvery: 4 changes a second in all, under a person's 5.
+	smallPeople    = 4
+	smallPairEvery = 500 * time.Millisecond
+	// slowlogFloor is the shortest command SLOWLOG records during the run, µs.
+	slowlogFloor = 1000
+)
+
+var errShareRedis = errors.New("-mode share measures Redis itself (SLOWLOG, INFO): give -redis-url of a redis-server of its own")
+
+// shareResult is what -mode share reports, as JSON too.
+type shareResult struct {
+	Locks       int            `json:"locks"`
+	People      int            `json:"people"`
+	Alone       sharePhase     `json:"alone"`
+	Loaded      sharePhase     `json:"loaded"`
+	P99Ratio    float64        `json:"p99Ratio"` // loaded p99 / alone p99
+	Requests    map[string]int `json:"requests"` // of the big tenant's people, by kind
+	Refused     map[string]int `json:"refused"`  // of those, refused by a limit, by code
+	SlowestUs   int64          `json:"slowestUs"`
+	SlowestKind string         `json:"slowestKind"`
+	Slow        []slowKind     `json:"slow"` // the slowest kinds of command over slowlogFloor
+}
+
+// sharePhase is one phase of the run.
+type sharePhase struct {
+	Seconds   float64 `json:"seconds"`
+	Claims    summary `json:"claims"`    // the small tenant's claim latency
+	Unknown   int     `json:"unknown"`   // of its claims and releases, those that failed open
+	RedisCPU  float64 `json:"redisCpu"`  // Redis's CPU seconds a second
+	SlowestUs int64   `json:"slowestUs"` // the longest command SLOWLOG recorded
+}
+
+// slowKind is one kind of slow command: the command and, for a script, its first key's
+// kind (lockidx:, lockmine:, ...), which names the script's concept.
+type slowKind struct {
+	Kind  string `json:"kind"`
+	N     int    `json:"n"`
+	MaxUs int64  `json:"maxUs"`
+}
+
+func (m *Main) runShare(ctx context.Context) error {
+	o := m.opt
+	rdb, err := locks.NewClient(o.redisURL, false)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	ih, err := startHub(ctx, o.redisURL, o.entityType, true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := ih.stop(); err != nil {
+			fmt.Fprintln(m.Stderr, "lockbench: stopping the hub:", err)
+		}
+	}()
+	run := strings.ToLower(randText(6))
+	big, small := "big-"+run, "small-"+run
+	fmt.Fprintf(m.Stderr, "lockbench: writing %d locks of tenant %s as the .NET API does\n", o.shareLocks, big)
+	if err := fillTenant(ctx, rdb, big, o.entityType, o.shareLocks); err != nil {
+		return err
+	}
+	cl := &client{url: ih.url, tokenURL: ih.token, tenant: big, typ: o.entityType, http: &http.Client{Timeout: 30 * time.Second}}
+	defer cl.http.CloseIdleConnections()
+	scl := *cl
+	scl.tenant = small
+
+	res := shareResult{Locks: o.shareLocks, People: o.sharePeople, Requests: map[string]int{}, Refused: map[string]int{}}
+	phase := o.shareSeconds
+	if res.Alone, err = measurePhase(ctx, rdb, &scl, phase, nil); err != nil {
+		return fmt.Errorf("alone: %w", err)
+	}
+	load, err := startLoad(ctx, cl, o.sharePeople)
+	if err != nil {
+		return err
+	}
+	if res.Loaded, err = measurePhase(ctx, rdb, &scl, phase, &res); err != nil {
+		load.stop()
+		return fmt.Errorf("under load: %w", err)
+	}
+	load.stop()
+	load.count(&res)
+	res.SlowestUs = max(res.Alone.SlowestUs, res.Loaded.SlowestUs)
+	if res.Alone.Claims.P99 > 0 {
+		res.P99Ratio = res.Loaded.Claims.P99 / res.Alone.Claims.P99
+	}
+	m.reportShare(ih, res)
+	return nil
+}
+
+// fillTenant writes n locks of tenant as the .NET API does (its own claim script), held
+// by n/20 people, 20 each (a person's quota is 200), pipelined in batches.
+func fillTenant(ctx context.Context, rdb redis.UniversalClient, tenant, typ string, n int) error {
+	net := redistest.DotNet{C: rdb, Lease: time.Hour}
+	const batch = 64
+	for i := 0; i < n; i += batch {
+		var wg sync.WaitGroup
+		errs := make([]error, batch)
+		for j := i; j < min(i+batch, n); j++ {
+			wg.Go(func() {
+				oid := fmt.Sprintf("u-%d", j/20)
+				ok, _, err := net.Claim(ctx, tenant, typ, fmt.Sprintf("r-%d", j), oid, "Person "+oid)
+				if err == nil && !ok {
+					err = fmt.Errorf("r-%d was held already", j)
+				}
+				errs[j-i] = err
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measurePhase runs the small tenant's claimers for d, with SLOWLOG recording commands
+// over slowlogFloor and Redis's CPU read before and after. With into, the slow kinds of
+// command are added to it.
+func measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *client, d time.Duration, into *shareResult) (sharePhase, error) {
+	if err := rdb.ConfigSet(ctx, "slowlog-log-slower-than", strconv.Itoa(slowlogFloor)).Err(); err != nil {
+		return sharePhase{}, err
+	}
+	if err := rdb.ConfigSet(ctx, "slowlog-max-len", "10000").Err(); err != nil {
+		return sharePhase{}, err
+	}
+	defer rdb.ConfigSet(context.WithoutCancel(ctx), "slowlog-log-slower-than", "10000")
+	if err := rdb.SlowLogReset(ctx).Err(); err != nil {
+		return sharePhase{}, err
+	}
+	cpu0, err := redisCPU(ctx, rdb)
+	if err != nil {
+		return sharePhase{}, err
+	}
+	start := time.Now()
+	lat, unknown, err := smallClaims(ctx, cl, d)
+	if err != nil {
+		return sharePhase{}, err
+	}
+	took := time.Since(start)
+	cpu1, err := redisCPU(ctx, rdb)
+	if err != nil {
+		return sharePhase{}, err
+	}
+	p := sharePhase{Seconds: took.Seconds(), Claims: summarize(lat), Unknown: unknown, RedisCPU: (cpu1 - cpu0) / took.Seconds()}
+	logs, err := rdb.SlowLogGet(ctx, 10000).Result()
+	if err != nil {
+		return sharePhase{}, err
+	}
+	kinds := map[string]*slowKind{}
+	for _, l := range logs {
+		us := l.Duration.Microseconds()
+		p.SlowestUs = max(p.SlowestUs, us)
+		k := commandKind(l.Args)
+		if kinds[k] == nil {
+			kinds[k] = &slowKind{Kind: k}
+		}
+		kinds[k].N++
+		kinds[k].MaxUs = max(kinds[k].MaxUs, us)
+		if into != nil && us > into.SlowestUs {
+			into.SlowestUs, into.SlowestKind = us, k
+		}
+	}
+	if into != nil {
+		for _, k := range kinds {
+			into.Slow = append(into.Slow, *k)
+		}
+		slices.SortFunc(into.Slow, func(a, b slowKind) int { return int(b.MaxUs - a.MaxUs) })
+	}
+	return p, nil
+}
+
+// commandKind names a command of the SLOWLOG: its name and, for a script, the kind of
+// its first key (the part before the hash tag), which says whose script it is.
+func commandKind(args []string) string {
+	if len(args) == 0 {
+		return "?"
+	}
+	name := strings.ToUpper(args[0])
+	if (name == "EVALSHA" || name == "EVAL") && len(args) > 3 {
+		key, _, _ := strings.Cut(args[3], "{")
+		return name + " " + key
+	}
+	if len(args) > 1 {
+		key, _, _ := strings.Cut(args[1], "{")
+		return name + " " + key
+	}
+	return name
+}
+
+// redisCPU reads Redis's CPU seconds so far (user and system).
+func redisCPU(ctx context.Context, rdb redis.UniversalClient) (float64, error) {
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	var sum float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_sys" || k == "used_cpu_user") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("INFO cpu: %s: %w", line, err)
+			}
+			sum += f
+		}
+	}
+	return sum, nil
+}
+
+// smallClaims has smallPeople of cl's tenant each claim and release an entity of their
+// own every smallPairEvery for d, and returns every claim's latency, and how many of
+// the claims and releases failed open (answered unknown: Redis did not answer in time,
+// and locking was off for them).
+func smallClaims(ctx context.Context, cl *client, d time.Duration) ([]time.Duration, int, error) {
+	var mu sync.Mutex
+	var lat []time.Duration
+	unknown := 0
+	var wg sync.WaitGroup
+	errs := make([]error, smallPeople)
+	for i := range smallPeople {
+		wg.Go(func() {
+			oid := fmt.Sprintf("u-small-%d", i)
+			tok, err := cl.token(ctx, oid)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			c, err := cl.open(ctx, tok)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer c.Close()
+			t := time.NewTicker(smallPairEvery)
+			defer t.Stop()
+			uid := "s-" + oid
+			for end := time.Now().Add(d); time.Now().Before(end); {
+				start := time.Now()
+				r, err := c.Claim(ctx, cl.typ, uid)
+				took := time.Since(start)
+				failed := r.Outcome == protocol.OutcomeUnknown
+				if err != nil || (r.Outcome != protocol.OutcomeAcquired && r.Outcome != protocol.OutcomeRenewed && !failed) { // renewed: after a release that failed open
+					errs[i] = fmt.Errorf("small tenant's claim: %s %v", r.Outcome, err)
+					return
+				}
+				r, err = c.Release(ctx, cl.typ, uid)
+				if err != nil || (r.Outcome != protocol.OutcomeReleased && r.Outcome != protocol.OutcomeUnknown && r.Outcome != protocol.OutcomeNotHeld) {
+					errs[i] = fmt.Errorf("small tenant's release: %s %v", r.Outcome, err)
+					return
+				}
+				mu.Lock()
+				lat = append(lat, took)
+				if failed {
+					unknown++
+				}
+				if r.Outcome == protocol.OutcomeUnknown {
+					unknown++
+				}
+				mu.Unlock()
+				select {
+				case <-ctx.Done():
+					errs[i] = ctx.Err()
+					return
+				case <-t.C:
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return lat, unknown, errors.Join(errs...)
+}
+
+// shareLoad is the big tenant's people sending what the limits allow.
+type shareLoad struct {
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	requests map[string]int
+	refused  map[string]int
+}
+
+// loadKinds are the requests a big tenant's person sends, in turn.
+var loadKinds = []string{"watch", "mine", "adminLocks", "list", "claim"}
+
+// startLoad starts people sockets of cl's tenant (each with the admin role, for the
+// console's list), each sending the next of loadKinds as soon as the last is answered,
+// as fast as the hub's per-socket rate lets them; list goes over HTTP with the
+// person's token.
+func startLoad(ctx context.Context, cl *client, people int) (*shareLoad, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	l := &shareLoad{cancel: cancel, requests: map[string]int{}, refused: map[string]int{}}
+	for i := range people {
+		oid := fmt.Sprintf("u-%d", i) // holders of the locks written: their own, and others'
+		tok, err := adminToken(ctx, cl, oid)
+		if err != nil {
+			l.stop()
+			return nil, err
+		}
+		c, err := cl.open(ctx, tok)
+		if err != nil {
+			l.stop()
+			return nil, err
+		}
+		l.wg.Go(func() { l.person(ctx, cl, c, tok, i) })
+	}
+	return l, nil
+}
+
+// person sends one person's requests until ctx is done, on a new socket when the hub
+// closed the last (4429: a snapshot of every lock is more than a slow reader keeps up
+// with), as the browser client reconnects.
+func (l *shareLoad) person(ctx context.Context, cl *client, c *protocol.Client, tok string, i int) {
+	defer func() { _ = c.Close() }()
+	for n := 0; ctx.Err() == nil; n++ {
+		kind := loadKinds[n%len(loadKinds)]
+		var err error
+		switch kind {
+		case "watch":
+			if _, err = c.Watch(ctx, cl.typ); err == nil {
+				_, err = c.Unwatch(ctx, cl.typ)
+			}
+		case "mine":
+			_, err = c.Mine(ctx)
+		case "adminLocks":
+			_, err = c.AdminLocks(ctx)
+		case "list":
+			err = listHTTP(ctx, cl, tok)
+		case "claim":
+			_, err = c.Claim(ctx, cl.typ, fmt.Sprintf("r-%d", (n*7+i)%maxShareLocks))
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		l.mu.Lock()
+		l.requests[kind]++
+		var pe *protocol.Error
+		switch {
+		case errors.As(err, &pe):
+			l.refused[string(pe.Code)]++
+		case err != nil:
+			l.refused["closed"]++
+		}
+		l.mu.Unlock()
+		if err != nil && pe == nil && kind != "list" {
+			_ = c.Close()
+			if c, err = cl.open(ctx, tok); err != nil {
+				return // ctx done, or the hub is gone: the run reports what it saw
+			}
+		}
+		if pe != nil && pe.Code == protocol.CodeRateLimited {
+			select { // the hub's per-socket rate: back off as a client should
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func (l *shareLoad) stop() {
+	l.cancel()
+	l.wg.Wait()
+}
+
+func (l *shareLoad) count(res *shareResult) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, v := range l.requests {
+		res.Requests[k] = v
+	}
+	for k, v := range l.refused {
+		res.Refused[k] = v
+	}
+}
+
+// adminToken gets a development token with the console's role.
+func adminToken(ctx context.Context, cl *client, oid string) (string, error) {
+	admin := *cl
+	admin.roles = []string{"Locks.Admin"}
+	return admin.token(ctx, oid)
+}
+
+// listHTTP lists the type's locks over HTTP (GET /api/locks/{type}).
+func listHTTP(ctx context.Context, cl *client, tok string) error {
+	u := strings.Replace(cl.tokenURL, "/dev/token", "/api/locks/"+cl.typ, 1)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := cl.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		return &protocol.Error{Code: protocol.CodeRateLimited}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return nil
+}
+
+func (m *Main) reportShare(ih *inprocHub, r shareResult) {
+	w := m.Stdout
+	fmt.Fprintf(w, "lockbench -mode share on %s: a tenant of %d locks and %d of its people sending what the limits allow, beside a small tenant of %d people\n",
+		ih.redis, r.Locks, r.People, smallPeople)
+	fmt.Fprintf(w, "  slowest command lockhub sent to Redis: %.2f ms (%s)  goal <= 5 ms\n", float64(r.SlowestUs)/1000, r.SlowestKind)
+	for i, k := range r.Slow {
+		if i == 8 {
+			break
+		}
+		fmt.Fprintf(w, "    %-40s %6d over %d ms, max %.2f ms\n", k.Kind, k.N, slowlogFloor/1000, float64(k.MaxUs)/1000)
+	}
+	fmt.Fprintf(w, "  Redis CPU: %.3f s/s alone, %.3f s/s under load\n", r.Alone.RedisCPU, r.Loaded.RedisCPU)
+	fmt.Fprintf(w, "  small tenant's claims alone:      %s, %d failed open\n", r.Alone.Claims, r.Alone.Unknown)
+	fmt.Fprintf(w, "  small tenant's claims under load: %s, %d failed open\n", r.Loaded.Claims, r.Loaded.Unknown)
+	fmt.Fprintf(w, "  p99 under load / alone: %.2f  goal <= 1.5\n", r.P99Ratio)
+	fmt.Fprintf(w, "  the big tenant's requests: %v; refused: %v\n", r.Requests, r.Refused)
+	b, _ := json.Marshal(r) // our own types always encode
+	fmt.Fprintf(w, "  json: %s\n", b)
+}

@@ -1,0 +1,120 @@
+package locks
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockhub/lockhub/locks/redistest"
+	"github.com/lockhub/lockhub/protocol"
+)
+
+// TestListPages proves that lists read a type page by page (list.lua) and miss nothing:
+// on every backend a type of several pages lists each lock once; and on a crafted index
+// with ties of one score, a cursor whose member moved between two pages starts again at
+// its score, so the moved lock comes twice (kept once) and no lock is skipped.
+func TestListPages(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			c := b.client(t)
+			s, _ := newStore(t, c, Config{Timeout: 10 * time.Second, MaxLocksPerPerson: 10000, ChangesBurst: 10000})
+			ctx := ctxT(t)
+			tenant := "pages-" + b.name
+			n := 2*listPage + 17
+			for i := range n {
+				expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("r-%04d", i)}, ada, ""))
+			}
+			ls := must1(s.Locks.List(ctx, tenant, "ApprovalRequest"))
+			uids := map[string]bool{}
+			for _, l := range ls {
+				uids[l.EntityUID] = true
+			}
+			if len(ls) != n || len(uids) != n {
+				t.Fatalf("List read %d locks, %d of them distinct, want %d", len(ls), len(uids), n)
+			}
+			if all := must1(s.Console.AdminLocks(ctx, tenant)); len(all) != n {
+				t.Fatalf("AdminLocks read %d locks, want %d", len(all), n)
+			}
+
+			// Ties: a, b, c at score 100, d at 200; pages of 2. Between the first page
+			// and the second, b (the cursor) moves to 300, as a renewal moves it.
+			tt := tenant + "-ties"
+			idx, prefix := IndexKey(tt, "ApprovalRequest"), lockKeyPrefix(tt, "ApprovalRequest")
+			for _, m := range []struct {
+				uid   string
+				score float64
+			}{{"a", 100}, {"b", 100}, {"c", 100}, {"d", 200}} {
+				c.ZAdd(ctx, idx, redis.Z{Score: m.score, Member: prefix + m.uid})
+				c.Set(ctx, prefix+m.uid, m.uid, time.Minute)
+			}
+			keys := []string{idx, ValuesKey(tt, "ApprovalRequest")}
+			var read []string
+			page := func(cursor string) string {
+				reply := must1(s.core.sc.list.Run(ctx, s.core.rdb, keys, prefix, 2, cursor).Slice())
+				for _, v := range reply[1].([]any) {
+					read = append(read, v.(string))
+				}
+				return reply[2].(string)
+			}
+			next := page("i")
+			if want := "i 100 " + prefix + "b"; next != want {
+				t.Fatalf("the first page's cursor is %q, want %q", next, want)
+			}
+			c.ZAdd(ctx, idx, redis.Z{Score: 300, Member: prefix + "b"})
+			for next != "" {
+				next = page(next)
+			}
+			if !slices.Equal(read, []string{"a", "b", "a", "c", "d", "b"}) {
+				t.Fatalf("pages read %q, want a b, then a c again from the moved cursor's score, then d b", read)
+			}
+		})
+	}
+}
+
+// TestSweepInChunks: a sweep compares at most sweepChunk candidates a call, and the
+// calls Sweep makes at once announce a program's rewrite of a big type all the same,
+// each change once.
+func TestSweepInChunks(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			c := b.client(t)
+			s, _ := newStore(t, c, Config{Timeout: 10 * time.Second})
+			ctx := ctxT(t)
+			tenant := "chunks-" + b.name
+			rec := runFeed(t, s, s, tenant)
+			net := redistest.DotNet{C: c}
+			n := sweepChunk + sweepChunk/2
+			for i := range n {
+				if ok, _, err := net.Claim(ctx, tenant, "ApprovalRequest", fmt.Sprintf("n-%04d", i), ada.OID, ada.Name); err != nil || !ok {
+					t.Fatalf(".NET claim: %v %v", ok, err)
+				}
+			}
+			_, more, err := s.core.sweepValues(ctx, tenant, "ApprovalRequest", false, 0)
+			if err != nil || !more {
+				t.Fatalf("one call over %d changes: more %v, %v; want candidates left", n, more, err)
+			}
+			if err := s.Locks.Sweep(ctx, tenant, "ApprovalRequest", 0); err != nil {
+				t.Fatal(err)
+			}
+			acquired := func() (events int, uids map[string]bool) {
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				uids = map[string]bool{}
+				for _, c := range rec.changes {
+					if c.Tenant == tenant && c.Event.Op == protocol.OpAcquired && c.Event.Lock.EntityUID != "probe" {
+						events++
+						uids[c.Event.Lock.EntityUID] = true
+					}
+				}
+				return events, uids
+			}
+			redistest.Eventually(t, "every change announced", func() bool { _, u := acquired(); return len(u) == n })
+			if events, _ := acquired(); events != n {
+				t.Fatalf("%d Acquired announced for %d changes: some twice", events, n)
+			}
+		})
+	}
+}
