@@ -12,6 +12,7 @@ package locks
 //	lockseen:{<tenant>}:<type>                       hash        lock writes, sweep    with the index
 //	lockconn:{<tenant>}:<type>:<uid>                 set         claim, renew, detach  the lease
 //	locksweep:{<tenant>}:<type>                      string      sweep                 a little under the sweep interval
+//	locksweepat:{<tenant>}:<type>                    string      sweep of a big type   10 minutes after the last sweep
 //	lockfeed:{<tenant>}                              hash        sweep                 feedKeyTTL after the last sweep
 //	lockaudit:{<tenant>}                             stream      every change          capped (Config.AuditCap)
 //	lockview:{<tenant>}:<type>:<uid>                 sorted set  presence.lua          latest view + viewMargin (§9)
@@ -66,6 +67,12 @@ func ConnsKey(r Ref) string { return "lockconn:{" + r.Tenant + "}:" + r.Type + "
 // interval.
 func sweepKey(tenant, entityType string) string {
 	return "locksweep:{" + tenant + "}:" + entityType
+}
+
+// sweepAtKey returns the key of where a type's next sweep call looks (sweep.lua's
+// windows): locksweepat:{<tenant>}:<entityType>. Ours.
+func sweepAtKey(tenant, entityType string) string {
+	return "locksweepat:{" + tenant + "}:" + entityType
 }
 
 // FeedKey returns the key of the hash that tells another program how to publish on the

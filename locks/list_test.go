@@ -74,7 +74,7 @@ func TestListPages(t *testing.T) {
 	}
 }
 
-// TestSweepInChunks: a sweep compares at most sweepChunk candidates a call, and the
+// TestSweepInChunks: a sweep compares at most sweepWindow/8 candidates a call, and the
 // calls Sweep makes at once announce a program's rewrite of a big type all the same,
 // each change once.
 func TestSweepInChunks(t *testing.T) {
@@ -86,13 +86,13 @@ func TestSweepInChunks(t *testing.T) {
 			tenant := "chunks-" + b.name
 			rec := runFeed(t, s, s, tenant)
 			net := redistest.DotNet{C: c}
-			n := sweepChunk + sweepChunk/2
+			n := sweepWindow + sweepWindow/2
 			for i := range n {
 				if ok, _, err := net.Claim(ctx, tenant, "ApprovalRequest", fmt.Sprintf("n-%04d", i), ada.OID, ada.Name); err != nil || !ok {
 					t.Fatalf(".NET claim: %v %v", ok, err)
 				}
 			}
-			_, more, err := s.core.sweepValues(ctx, tenant, "ApprovalRequest", false, 0)
+			more, err := s.core.sweepOnce(ctx, tenant, "ApprovalRequest", 0)
 			if err != nil || !more {
 				t.Fatalf("one call over %d changes: more %v, %v; want candidates left", n, more, err)
 			}

@@ -448,85 +448,58 @@ func (s *Locks) Sweep(ctx context.Context, tenant, entityType string, every time
 	// A sweep answers nothing: a failure is logged and counted by runOp, and the next
 	// sweep finds what this one could not.
 	runOp(ctx, s.core, opSweep, func(ctx context.Context) ([]protocol.Lock, error) {
-		_, err := s.sweep(ctx, tenant, entityType, false, every, nil)
-		return nil, err
+		return nil, s.sweep(ctx, tenant, entityType, every)
 	}, sweptLabel)
 	return nil
 }
 
-// sweepChunk is the most candidates one sweep call reads and compares (sweep.lua), and
-// sweepCalls the most calls one Sweep makes after its first: a program that rewrote a
-// whole big type is caught up with page by page, each page a short script, up to
-// sweepChunk × (sweepCalls+1) changes a sweep, the rest at the next (PROTOCOL.md §4).
+// sweepWindow is the width of a sweep call's windows (sweep.lua; it compares at most an
+// eighth as many candidates), and sweepCalls the most calls one Sweep makes after its first:
+// each call is a short script whatever the type's size, other tenants' commands are
+// served between them, and a Sweep costs Redis at most (sweepCalls+1) of them
+// (PROTOCOL.md §4, bounded work). A type of up to sweepWindow × (sweepCalls+1) locks,
+// a tenant's default quota among them, is looked at whole every sweep.
 const (
-	sweepChunk = 256
-	sweepCalls = 16
+	sweepWindow = 1024
+	sweepCalls  = 24
 )
 
-// sweepValues runs sweep.lua, which announces what nobody announced and, when read,
-// reads the live locks; it returns their stored values (nil for a key that expired
-// between the range and the MGET). Values that are not locks are skipped by the
-// callers, and logged: one bad record must not hide the others.
-// At most sweepChunk candidates are compared a call; more reports that some were left
-// for the next.
-func (s *core) sweepValues(ctx context.Context, tenant, entityType string, read bool, every time.Duration) (values []any, more bool, err error) {
+// sweepOnce runs sweep.lua once, and reports whether it has more to do (its windows
+// have not come round, or candidates were left).
+func (s *core) sweepOnce(ctx context.Context, tenant, entityType string, every time.Duration) (more bool, err error) {
 	now := s.now()
 	ft := s.foreign[entityType] // every caller checked that the type is lockable
 	head, tail := ft[0], ft[1]
-	readArg := "0"
-	if read {
-		readArg = "1"
-	}
 	// The mark lives a little less than the interval, so the instance whose tick set
 	// it finds it gone at its next tick: someone sweeps every interval.
 	skip := (every - every/10).Milliseconds()
-	args := append(s.pubArgs(tenant, now), lockKeyPrefix(tenant, entityType), head, tail, readArg, skip, feedKeyTTL.Milliseconds())
+	args := append(s.pubArgs(tenant, now), lockKeyPrefix(tenant, entityType), head, tail, "0", skip, feedKeyTTL.Milliseconds())
 	args = append(args, s.auditArgs(now, nil, "")...)
 	args = append(args, s.shareArgs(tenant)...)
-	args = append(args, sweepChunk)
+	args = append(args, sweepWindow, sweepAtKey(tenant, entityType))
 	keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType), sweepKey(tenant, entityType), FeedKey(tenant), seenKey(tenant, entityType)}
 	if s.audit {
 		keys = append(keys, AuditKey(tenant))
 	}
 	reply, err := s.sc.sweep.Run(ctx, s.rdb, keys, args...).Slice()
 	if err != nil {
-		return nil, false, err
+		return false, err
 	}
-	if len(reply) != 2 && len(reply) != 3 { // 2: skipped, a sweep of the type was recent
-		return nil, false, &corruptError{"sweep script answered an unexpected shape"}
+	if len(reply) != 3 {
+		return false, &corruptError{"sweep script answered an unexpected shape"}
 	}
 	s.foundChanges(reply[0])
-	values, _ = reply[1].([]any)
-	more = len(reply) == 3 && reply[2] == int64(1)
-	return values, more, nil
+	return reply[2] == int64(1), nil
 }
 
-// sweep is sweepValues, its values decoded, and kept where keep says so (nil: all).
-func (s *core) sweep(ctx context.Context, tenant, entityType string, read bool, every time.Duration, keep func(*protocol.Lock) bool) ([]protocol.Lock, error) {
-	values, more, err := s.sweepValues(ctx, tenant, entityType, read, every)
-	// Candidates left: the next calls, each as short, catch up at once; other commands
-	// are served between them.
+// sweep sweeps a type: one call, then the calls its windows and candidates need, at
+// once, up to sweepCalls more.
+func (s *core) sweep(ctx context.Context, tenant, entityType string, every time.Duration) error {
+	more, err := s.sweepOnce(ctx, tenant, entityType, every)
 	for i := 0; err == nil && more && i < sweepCalls; i++ {
-		_, more, err = s.sweepValues(ctx, tenant, entityType, false, 0)
+		more, err = s.sweepOnce(ctx, tenant, entityType, 0)
 	}
-	if err != nil {
-		return nil, err
-	}
-	var out []protocol.Lock
-	for _, v := range values {
-		str, ok := v.(string)
-		if !ok {
-			continue // expired between the range and the MGET: absent, which is right
-		}
-		l, err := s.decodeListed(ctx, tenant, entityType, str)
-		if err != nil {
-			continue
-		}
-		if keep == nil || keep(&l) {
-			out = append(out, l)
-		}
-	}
-	return out, nil
+	return err
 }
 
 // decodeListed decodes a value a list read, warning of one that does not parse.

@@ -1,20 +1,22 @@
 -- sweep: announce what changed in a type's locks since lockhub last looked (leases
--- that ran out, and every change another program made: PROTOCOL.md §8), and read the
--- live locks.
+-- that ran out, and every change another program made: PROTOCOL.md §8).
 --
 -- What it reads. Every writer that keeps PROTOCOL.md §1's layout moves a lock's index
 -- score when it changes the lock (claim: ZADD; renew, takeover: a new score; release:
 -- ZREM), so the seen set (KEYS[5], a sorted set: lock key -> the index score lockhub
 -- last knew, kept in step with the values hash by every script, see prelude.lua) says
--- which locks may have changed without reading them. The sweep ranges the index and
--- the seen set with their scores (keys and numbers, no values); both are sorted the
--- same way, so when nothing changed they are equal element by element and the sweep
--- reads only the members whose score is due (not later than now + 1 s: the lease may
--- have run out without any writer touching the index). Otherwise it reads a lock key
--- and its copy only for a candidate: a member whose score differs from its seen score,
--- a member not seen, a seen key no longer in the index, or a due member. Each candidate
--- goes through the full comparison (changed, gone, a foreign expiry), as every member
--- did before the seen set.
+-- which locks may have changed without reading them. A call looks at windows of at
+-- most ARGV[24] members (PROTOCOL.md §4: no command holds Redis for long, however big
+-- the type): the members whose score is due (not later than now + 1 s: the lease may
+-- have run out without any writer touching the index), a window of the index by rank
+-- whose scores it looks up in the seen set, and a window of the seen set whose members
+-- it looks up in the index. The windows move on at each call from a cursor (ARGV[25]);
+-- the caller calls again at once while the reply says more, until they come round.
+-- It reads a lock key and its copy only for a candidate: a due member, a member whose
+-- score differs from its seen score or is not seen, or a seen key no longer in the
+-- index. Each candidate goes through the full comparison (changed, gone, a foreign
+-- expiry), as every member did before the seen set. At most an eighth of ARGV[24]
+-- candidates a call: with more, the cursor stays, and the next call finds the rest.
 --
 -- What it does not see at once: a change that leaves the index score as it was (not
 -- §1's layout: SET KEEPTTL, a rewrite with the same expiry to the millisecond, a DEL
@@ -27,8 +29,8 @@
 -- differ (the first sweep after an upgrade, with no seen set yet; a program running
 -- lockhub's scripts without KEYS[5]; a program keeping the values hash in step by
 -- hand, README "The change feed as an interface"; one of the two expired first) the
--- sweep compares every member and every copy, as before the seen set, and brings the
--- seen set back in step. A lock whose copy equals its key is announced by nobody then:
+-- sweep compares every member of its window and a window of the copies (HSCAN), as
+-- before the seen set, and brings the seen set back in step. A lock whose copy equals its key is announced by nobody then:
 -- the first sweep after an upgrade announces only what the old sweep would have.
 --
 -- KEYS[1]  index key    lockidx:{tenant}:type
@@ -44,35 +46,33 @@
 -- ARGV[7]  the lock key prefix of the index's type: lock:{tenant}:type:
 -- ARGV[8], ARGV[9]  a lock of that type with no holder, cut where its uid goes: how a
 --          lock that is gone is announced when lockhub never saw its value
--- ARGV[10] "1" to read the live locks (List, Mine), "0" to announce only (the
---          sweeper, which would throw the values away)
--- ARGV[11] ms: with ARGV[10] "0", skip when another sweep of the type ran within
---          this long (so N instances sweep a type about once per interval, not N
---          times); "0" never skips
--- ARGV[12] ms: how long the feed key lives after the last sweep (ARGV[10] "0")
+-- ARGV[10] "0" (where "1" asked for the live locks' values, when sweeps also listed)
+-- ARGV[11] ms: skip when another sweep of the type ran within this long (so N
+--          instances sweep a type about once per interval, not N times); "0" never skips
+-- ARGV[12] ms: how long the feed key lives after the last sweep
 -- ARGV[13..17] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua): the
 --          sweep's entries have actor null, whatever ARGV[15..17] say
 -- ARGV[18..23] the share block: tenant tag, lockable types, locks per person, locks per
 --          tenant, changes a second, burst (prelude.lua); optional
 --          (a sweep refuses nothing: it keeps the persons' indexes of what it finds)
--- ARGV[24] the most candidates one call reads and compares ("0" or none: all): the rest
---          keep their seen scores, so they are candidates again at the next call, which
---          the caller makes at once (PROTOCOL.md §4, bounded work per Redis command: a
---          program that rewrote thousands of locks is caught up with page by page)
+-- ARGV[24] the width of a window, eight times the most candidates one call compares
+--          ("0" or none: the whole type in one call)
+-- ARGV[25] the cursor key  locksweepat:{tenant}:type  (string "<index rank> <seen rank>
+--          <HSCAN cursor>": where the next call's windows start, absent at the start; in
+--          the tenant's slot)
 --
--- Returns {found, values, more}:
+-- Returns {found, {}, more}:
 --   found   the ops announced, one per event published
---   values  the values of the live locks, read with MGET in this same round trip;
---           empty when ARGV[10] is "0"
---   more    1 when candidates were left for the next call, else 0
+--   {}      (where the live locks' values were, when sweeps also listed)
+--   more    1 when the windows have not come round yet or candidates were left: the
+--           caller calls again at once, else 0
 
 auditing(13)
 sharing(18)
-local read = ARGV[10] == '1'
-if not read and tonumber(ARGV[11]) > 0 then
-  if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[11]) then return {found, {}} end
+if tonumber(ARGV[11]) > 0 then
+  if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[11]) then return {found, {}, 0} end
 end
-if not read and ARGV[1] ~= '' then
+if ARGV[1] ~= '' then
   redis.call('HSET', KEYS[4], 'command', ARGV[1], 'channel', ARGV[2])
   redis.call('PEXPIRE', KEYS[4], ARGV[12])
 end
@@ -93,21 +93,15 @@ end
 
 local now = tonumber(ARGV[5])
 local due = now + 1000 -- ended()'s second of clock skew
-local flat = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-local mirror = redis.call('ZRANGE', seen, 0, -1, 'WITHSCORES')
--- Both come sorted by score, then member, with scores formatted alike by Redis: equal
--- sets give equal lists. The values hash of the same size: nothing out of step.
-local same = #flat == #mirror and redis.call('HLEN', KEYS[2]) * 2 == #mirror
-if same then
-  for i = 1, #flat do
-    if flat[i] ~= mirror[i] then
-      same = false
-      break
-    end
-  end
-end
+local width = tonumber(ARGV[24] or '0') or 0
+if width <= 0 then width = 1000000000 end -- no window: the whole type in one call
 
-local scores, members = {}, {}
+-- The windows of this call: from the cursor (index rank, seen rank, HSCAN cursor of the
+-- values hash), kept in ARGV[25] from one call to the next.
+local ri, rs, hc = string.match(redis.call('GET', ARGV[25]) or '', '^(%d+) (%d+) (%d+)$')
+ri, rs, hc = tonumber(ri) or 0, tonumber(rs) or 0, hc or '0'
+local full = redis.call('HLEN', KEYS[2]) ~= redis.call('ZCARD', seen) -- out of step
+
 local keys, listed = {}, {} -- the candidates: keys to read and compare with their copies
 local function candidate(k)
   if not listed[k] then
@@ -115,56 +109,91 @@ local function candidate(k)
     keys[#keys + 1] = k
   end
 end
-local known = {} -- k -> its seen score; filled only when not the same
-if same then
-  -- nothing moved: only leases that may have run out; every member is ours (the seen
-  -- set holds only lock keys of the type)
-  local d = redis.call('ZRANGE', KEYS[1], '-inf', due, 'BYSCORE', 'WITHSCORES')
-  for i = 1, #d, 2 do
-    scores[d[i]] = d[i + 1]
-    known[d[i]] = d[i + 1]
-    candidate(d[i])
-  end
-  if read then
-    for i = 1, #flat, 2 do members[#members + 1] = flat[i] end
-  end
-else
-  for i = 1, #flat, 2 do
-    local k = flat[i]
-    if ours(k) then
-      scores[k] = flat[i + 1]
-      members[#members + 1] = k
-    else
-      redis.call('ZREM', KEYS[1], k) -- never read: on a cluster it may be in another slot
+
+-- Leases that may have run out, whatever the windows: their Expired is due now.
+local d = redis.call('ZRANGE', KEYS[1], '-inf', due, 'BYSCORE', 'LIMIT', 0, width)
+for _, k in ipairs(d) do
+  if ours(k) then candidate(k) end
+end
+
+-- A window of the index, and one of the seen set. When nothing moved, the two are the
+-- same sets sorted the same way (scores formatted alike by Redis): windows at the same
+-- rank are equal element by element, and hold no candidate.
+local w = redis.call('ZRANGE', KEYS[1], ri, ri + width - 1, 'WITHSCORES')
+local sw = redis.call('ZRANGE', seen, rs, rs + width - 1, 'WITHSCORES')
+local aligned = not full and ri == rs and #w == #sw
+if aligned then
+  for i = 1, #w do
+    if w[i] ~= sw[i] then
+      aligned = false
+      break
     end
   end
-  for i = 1, #mirror, 2 do known[mirror[i]] = mirror[i + 1] end
-  local full = redis.call('HLEN', KEYS[2]) * 2 ~= #mirror
-  for _, k in ipairs(members) do
-    local s, was = scores[k], known[k]
-    if full or s ~= was or tonumber(s) <= due then candidate(k) end
+end
+-- Else: members of the index's window whose score differs from their seen score.
+local mine = {}
+for i = 1, #w, 2 do
+  if ours(w[i]) then
+    mine[#mine + 1] = w[i]
+  else
+    redis.call('ZREM', KEYS[1], w[i]) -- never read: on a cluster it may be in another slot
   end
-  -- seen keys whose member is gone: a program released the lock (ZREM, DEL), or the
-  -- index ran out with it (the .NET claim gives the index the bare lease)
-  for k in pairs(known) do
-    if scores[k] == nil then
+end
+if #mine > 0 and not aligned then
+  local was = redis.call('ZMSCORE', seen, unpack(mine))
+  local j = 0
+  for i = 1, #w, 2 do
+    if ours(w[i]) then
+      j = j + 1
+      if full or was[j] ~= w[i + 1] then candidate(w[i]) end
+    end
+  end
+end
+local riNext = ri + width
+if #w < 2 * width then riNext = 0 end
+
+-- A window of the seen set: keys whose member is gone (a program released the lock,
+-- ZREM and DEL, or the index ran out with it: the .NET claim gives it the bare lease).
+local m = {}
+for i = 1, #sw, 2 do m[#m + 1] = sw[i] end
+if #m > 0 and not aligned then
+  local is = redis.call('ZMSCORE', KEYS[1], unpack(m))
+  for i, k in ipairs(m) do
+    if not is[i] then
       if ours(k) then candidate(k) else unsee(k) end
     end
   end
-  if full then -- copies the seen set does not know
-    for _, k in ipairs(redis.call('HKEYS', KEYS[2])) do
-      if scores[k] == nil then
+end
+local rsNext = rs + width
+if #m < width then rsNext = 0 end
+
+-- Out of step: a window of the copies the seen set does not know.
+local hcNext = '0'
+if full then
+  local page = redis.call('HSCAN', KEYS[2], hc, 'COUNT', math.min(width, 1000))
+  hcNext = page[1]
+  local ks = {}
+  for i = 1, #page[2], 2 do ks[#ks + 1] = page[2][i] end
+  if #ks > 0 then
+    local is = redis.call('ZMSCORE', KEYS[1], unpack(ks))
+    for i, k in ipairs(ks) do
+      if not is[i] then
         if ours(k) then candidate(k) else redis.call('HDEL', KEYS[2], k) end
       end
     end
   end
 end
+local cursor = riNext .. ' ' .. rsNext .. ' ' .. hcNext
 
+-- more: the windows have not come round to the start yet, or candidates were left.
+-- Truncated, the cursor stays, so the same windows are looked at again next call.
 local more = 0
-local most = tonumber(ARGV[24] or '0') or 0
-if most > 0 and #keys > most then
+if riNext ~= 0 or rsNext ~= 0 or hcNext ~= '0' then more = 1 end
+local truncated = false
+local most = math.max(1, math.floor(width / 8)) -- each announces, records and keeps: 6 commands
+if #keys > most then
   for i = #keys, most + 1, -1 do keys[i] = nil end
-  more = 1
+  more, truncated = 1, true
 end
 
 -- chunked runs cmd (prefixed with key, if any) over list in chunks of 1000 (unpack is
@@ -183,19 +212,11 @@ local function chunked(cmd, key, list)
   return out
 end
 
--- what the keys hold (false: absent), read once: a read needs every live member
--- anyway, a sweep only the candidates
-local live = {}
-local function load(list)
-  local got = chunked('MGET', nil, list)
-  for i, k in ipairs(list) do live[k] = got[i] end
-end
-if read then load(members) end
-local unread = {}
-for _, k in ipairs(keys) do
-  if live[k] == nil then unread[#unread + 1] = k end
-end
-load(unread)
+-- what the candidates hold (false: absent), their index and seen scores (nil: none)
+local live, scores, known = {}, {}, {}
+for i, v in ipairs(chunked('MGET', nil, keys)) do live[keys[i]] = v end
+for i, v in ipairs(chunked('ZMSCORE', KEYS[1], keys)) do scores[keys[i]] = v or nil end
+for i, v in ipairs(chunked('ZMSCORE', seen, keys)) do known[keys[i]] = v or nil end
 
 local copies = chunked('HMGET', KEYS[2], keys)
 local wrote = false -- the seen set was written: give it its expiry below
@@ -232,16 +253,13 @@ for i, k in ipairs(keys) do
     if f and scores[k] ~= nil then announceFound(ended(tonumber(scores[k])), k, f) end
   end
 end
-local values = {}
-if read then -- the members in index order, then the live keys put back in it
-  for _, k in ipairs(members) do
-    if live[k] then values[#values + 1] = live[k] end
-  end
-  for _, k in ipairs(keys) do
-    if scores[k] == nil and live[k] then values[#values + 1] = live[k] end
-  end
-end
 if #found > 0 or wrote or redis.call('PTTL', KEYS[1]) < 0 then
   settle(KEYS[1], KEYS[2])
 end
-return {found, values, more}
+if truncated then -- the same windows again next call
+elseif cursor == '0 0 0' then
+  redis.call('DEL', ARGV[25]) -- come round: the next call starts at the start anyway
+else
+  redis.call('SET', ARGV[25], cursor, 'PX', 600000)
+end
+return {found, {}, more}
