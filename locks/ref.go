@@ -30,11 +30,11 @@ func (r Ref) Validate() error {
 	return nil
 }
 
-// ValidTenant is protocol.ValidTenant, for the store's callers.
+// ValidTenant is protocol.ValidTenant, kept for this package's callers.
 func ValidTenant(s string) bool { return protocol.ValidTenant(s) }
 
-// ValidOID is protocol.ValidOID, for the store's callers.
+// ValidOID is protocol.ValidOID, kept for this package's callers.
 func ValidOID(s string) bool { return protocol.ValidOID(s) }
 
-// ValidType is protocol.ValidType, for the store's callers.
+// ValidType is protocol.ValidType, kept for this package's callers.
 func ValidType(s string) bool { return protocol.ValidType(s) }

@@ -26,7 +26,7 @@ func NewRegistry(types ...string) (*Registry, error) {
 	r := &Registry{}
 	for _, t := range types {
 		if !ValidType(t) {
-			return nil, &protocol.SettingError{Setting: "lockable", Err: fmt.Errorf("type %q must match [A-Za-z0-9_.-]{1,64}", t)}
+			return nil, &protocol.SettingError{Setting: "lockable", Err: fmt.Errorf("type %q must match %s", t, protocol.NameRule)}
 		}
 		r.types = append(r.types, t)
 	}

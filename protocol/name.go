@@ -16,6 +16,13 @@ const (
 	MaxUIDLength    = 128 // bytes, of an entity uid or a holder's oid
 )
 
+// The rules as PROTOCOL.md §1 writes them, for messages that say which one a name
+// breaks; a test checks them against the contract and the functions below.
+const (
+	NameRule = "[A-Za-z0-9_.-]{1,64}"   // a tenant or an entity type
+	UIDRule  = "[A-Za-z0-9_.:-]{1,128}" // an entity uid or a holder's oid
+)
+
 // ValidTenant reports whether s may be a tenant: [A-Za-z0-9_.-]{1,64}.
 func ValidTenant(s string) bool { return validName(s, MaxTenantLength, false) }
 
@@ -68,9 +75,9 @@ func (e *InvalidEntityError) ClientMessage() string {
 	if len(v) > 80 {
 		v = v[:80] + "…"
 	}
-	rule := "[A-Za-z0-9_.-]{1,64}"
+	rule := NameRule
 	if e.Field == "entityUid" || e.Field == "holderOid" {
-		rule = "[A-Za-z0-9_.:-]{1,128}"
+		rule = UIDRule
 	}
 	return fmt.Sprintf("invalid %s %q: must match %s", e.Field, v, rule)
 }

@@ -3,17 +3,31 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 )
 
-// The rules of PROTOCOL.md §1 as the contract writes them: the hand-written checks
-// must agree with them on every input.
+// The rules of PROTOCOL.md §1 as the contract writes them (TestNameRulesAreTheContracts):
+// the hand-written checks must agree with them on every input.
 var (
-	tenantRule = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-	uidRule    = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+	tenantRule = regexp.MustCompile("^" + NameRule + "$")
+	uidRule    = regexp.MustCompile("^" + UIDRule + "$")
 )
+
+// TestNameRulesAreTheContracts: NameRule and UIDRule are the rules PROTOCOL.md §1
+// writes, each for the names it gives them.
+func TestNameRulesAreTheContracts(t *testing.T) {
+	doc, err := os.ReadFile("PROTOCOL.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := "tenant and type `" + NameRule + "`, uid `" + UIDRule + "`"
+	if !strings.Contains(strings.Join(strings.Fields(string(doc)), " "), rules) {
+		t.Fatalf("PROTOCOL.md §1 does not read %q", rules)
+	}
+}
 
 // nameInputs are the names the rules are checked on: every single byte, each at the
 // lengths around both limits, and a few a hostile caller would try.
