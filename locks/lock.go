@@ -451,6 +451,7 @@ func (s *core) sweepValues(ctx context.Context, tenant, entityType string, read 
 	args := append(s.pubArgs(tenant, now), lockKeyPrefix(tenant, entityType), head, tail, readArg, skip, feedKeyTTL.Milliseconds())
 	args = append(args, s.auditArgs(now, nil, "")...)
 	args = append(args, s.shareArgs(tenant)...)
+	args = append(args, s.retentionArg())
 	keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType), sweepKey(tenant, entityType), FeedKey(tenant), seenKey(tenant, entityType)}
 	if s.audit {
 		keys = append(keys, AuditKey(tenant))
@@ -459,10 +460,11 @@ func (s *core) sweepValues(ctx context.Context, tenant, entityType string, read 
 	if err != nil {
 		return nil, err
 	}
-	if len(reply) != 2 {
+	if len(reply) != 3 {
 		return nil, &corruptError{"sweep script answered an unexpected shape"}
 	}
 	s.foundChanges(reply[0])
+	s.trimmedEarly(ctx, tenant, reply[2])
 	values, _ := reply[1].([]any)
 	return values, nil
 }
