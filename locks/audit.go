@@ -311,7 +311,7 @@ func (s *core) trimmedEarly(ctx context.Context, tenant string, reply any) {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "the audit trail dropped entries younger than --"+SettingAuditRetention+
 			" to stay within --"+SettingAuditMaxEntries+"; raise --"+SettingAuditMaxEntries+" to keep them",
 			slog.String("setting", SettingAuditMaxEntries), slog.String("tenant", tenant), slog.Int("dropped", since),
-			slog.Int("max_entries", s.auditMax), slog.Duration("retention", s.auditAge),
+			slog.Int("max_entries", s.auditMax), slog.String("retention", s.auditAge.String()),
 			slog.String("metric", "lockhub_audit_trimmed_early_total"))
 	}
 }
