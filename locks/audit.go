@@ -25,9 +25,12 @@ import (
 //
 // Retention (version 3). Each entry added first drops the entries older than
 // Config.AuditRetention (XTRIM MINID, by stream id), then the oldest beyond
-// Config.AuditMaxEntries (XTRIM MAXLEN), both exactly, in the same script. What the
-// count drops is younger than the retention: the script answers how many, and
-// trimmedEarly counts them and warns, naming --audit-max-entries. With the per-person
+// Config.AuditMaxEntries (XTRIM MAXLEN), both exactly, in the same script, and gives
+// the stream the retention as its TTL: an idle tenant's trail goes when its newest
+// entry is too old. Audit shows no entry older than the retention, though one may wait
+// in the stream for the tenant's next change. What the count drops is younger than the
+// retention: the script answers how many, and trimmedEarly counts them and warns,
+// naming --audit-max-entries. With the per-person
 // rate of changes (share.go) one person needs DefaultAuditMaxEntries /
 // DefaultMaxChangesPerPerson seconds, over five hours, to fill a tenant's trail, so no
 // ordinary user can push another person's entry out of it (issue 25).
@@ -213,6 +216,9 @@ func validStreamID(s string) bool {
 func (s *core) readAudit(ctx context.Context, tenant string, q AuditQuery) (AuditPage, error) {
 	key := AuditKey(tenant)
 	start := "+"
+	// Entries older than the retention are dropped as the next entry is added; until
+	// then they are not part of the trail either.
+	end := strconv.FormatInt(max(s.now().Add(-s.auditAge).UnixMilli(), 0), 10)
 	if q.Before == "0-0" { // nothing is older; Redis refuses the range "(0-0"
 		return AuditPage{}, nil
 	}
@@ -227,7 +233,7 @@ func (s *core) readAudit(ctx context.Context, tenant string, q AuditQuery) (Audi
 	var out []AuditEntry
 	scanned := 0
 	for {
-		msgs, err := s.rdb.XRevRangeN(ctx, key, start, "-", int64(batch)).Result()
+		msgs, err := s.rdb.XRevRangeN(ctx, key, start, end, int64(batch)).Result()
 		if err != nil {
 			return AuditPage{}, err
 		}

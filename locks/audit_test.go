@@ -462,7 +462,8 @@ func idMs(t *testing.T, id string) int64 {
 
 // testAuditRetention drives the store's clock (Config.Now) past the retention of
 // entries whose ids Redis gave them: exactly the entries older than now minus the
-// retention go as the next entry is added, an entry exactly that old stays, and a
+// retention go as the next entry is added, an entry exactly that old stays, a read
+// shows none older, the stream expires a retention after its newest entry, and a
 // clock far ahead never drops the entry it adds. None of it counts as dropped early.
 func testAuditRetention(t *testing.T, b backend) {
 	c := b.client(t)
@@ -523,6 +524,24 @@ func testAuditRetention(t *testing.T, b backend) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("the trail after the trim by age:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The stream goes a retention after its newest entry, when all of it is too old.
+	if ttl, err := c.PTTL(ctx, AuditKey(tenant)).Result(); err != nil || ttl <= keep-time.Minute || ttl > keep {
+		t.Fatalf("the stream's PTTL %s (%v), want about %s", ttl, err, keep)
+	}
+	// A read a ms later, before any change drops the young entry, no longer shows it.
+	reader, _ := newStore(t, c, at(idMs(t, young)+1))
+	var shown, newer []string
+	for _, e := range all(t, reader, tenant, AuditQuery{}) {
+		shown = append(shown, e.ID)
+	}
+	for _, id := range ids {
+		if idMs(t, id) > idMs(t, young) {
+			newer = append(newer, id)
+		}
+	}
+	if !slices.Equal(shown, newer) {
+		t.Fatalf("a read a ms past the young entry's age shows %v, want %v", shown, newer)
 	}
 	// A millisecond later the young entry is older than the retention: gone.
 	kept("a ms past the young entry's age", idMs(t, young)+1, func(st *Store) {

@@ -63,7 +63,8 @@ end
 --   ARGV[a+4]  the reason of the script's own change (claim, release, decision, ...)
 -- and one more after the share block (added after it, so that no argument moved):
 --   ARGV[r]    the retention, ms: entries whose stream id is older than now (ARGV[5])
---              minus this are dropped (XTRIM MINID); optional: none dropped by age
+--              minus this are dropped (XTRIM MINID), and the stream expires this long
+--              after its newest entry (PEXPIRE); optional: none dropped by age
 -- An entry's fields: op, entityType, entityUid, holder, previous (TakenOver and
 -- ForceReleased only: whose lock it was), actor ({"oid","name"} JSON, or null), reason,
 -- at. Changes of other writers (catchup, the sweep) are recorded with actor null and
@@ -114,6 +115,9 @@ local function record(op, k, v, reason, by, prev)
   fields[#fields + 1] = auditAt
   redis.call('XADD', audit, '*', unpack(fields))
   trimmed = trimmed + redis.call('XTRIM', audit, 'MAXLEN', auditMax)
+  -- a tenant that changes nothing more: its whole trail goes when its newest entry is
+  -- older than the retention
+  if auditKeep then redis.call('PEXPIRE', audit, string.format('%.0f', auditKeep)) end
 end
 
 -- decode returns the stored value's decoded table, or nil when it is not a lock
