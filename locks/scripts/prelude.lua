@@ -20,10 +20,9 @@
 --
 -- Every write script answers {status, value, found, trimmed}: found lists the ops it
 -- announced for changes another program made (catchup below), each once; trimmed is how
--- many audit entries the cap dropped before their age (record below).
+-- many audit entries the cap dropped before their age (auditDone below).
 
 local found = {}
-local trimmed = 0
 
 local function publish(op, value, extra)
   if ARGV[1] ~= '' then
@@ -31,8 +30,10 @@ local function publish(op, value, extra)
   end
 end
 
+local auditDone -- below, with the audit
+
 local function reply(status, value)
-  return {status, value, found, trimmed}
+  return {status, value, found, auditDone()}
 end
 
 -- person is a {"oid","name"} JSON object of two strings encoded by cjson, or null
@@ -69,13 +70,15 @@ end
 -- ForceReleased only: whose lock it was), actor ({"oid","name"} JSON, or null), reason,
 -- at. Changes of other writers (catchup, the sweep) are recorded with actor null and
 -- reason foreign; leases that ran out with reason expiry.
--- Trimming is exact, as PROTOCOL.md §10 says "never holds more than": by age first,
--- before the entry is added (so a caller's clock far ahead never drops the entry it
--- writes), then by count. What the count drops is then younger than the retention:
--- the trail was too small to keep it as long as promised. The script answers how many
--- (trimmed) and Go warns. An exact trim frees whole macro nodes and marks entries
--- deleted in at most one more (stream-node-max-entries, 100 by default), so its cost
--- stays bounded: after a long silence a trim by age frees whole nodes at once.
+-- Trimming is exact, as PROTOCOL.md §10 says "never holds more than": by age before the
+-- script's first entry is added (so a caller's clock far ahead never drops an entry it
+-- writes), then by count once the script has added its last (auditDone, which reply
+-- calls), so a script recording many entries (a sweep) trims twice, not per entry. What
+-- the count drops is then younger than the retention: the trail was too small to keep
+-- it as long as promised. The script answers how many (trimmed) and Go warns. An exact
+-- trim frees whole macro nodes and marks entries deleted in at most one more
+-- (stream-node-max-entries, 100 by default), so its cost stays bounded: after a long
+-- silence a trim by age frees whole nodes at once.
 -- Only a script that calls auditing records: one that does not (a script of another
 -- concept sharing this prelude) may use KEYS[6] for a key of its own.
 local audit = nil
@@ -92,12 +95,15 @@ end
 
 -- record adds the entry of op on the lock key k, whose value (the holder's) is v;
 -- prev, for TakenOver and ForceReleased, is whose lock it was (whose).
+local recorded = false
+
 local function record(op, k, v, reason, by, prev)
   if not audit then return end
-  if auditKeep then
+  if auditKeep and not recorded then
     local oldest = math.max(tonumber(ARGV[5]) - auditKeep, 0)
     redis.call('XTRIM', audit, 'MINID', string.format('%.0f', oldest))
   end
+  recorded = true
   local typ, uid = string.match(k, '^lock:{[^}]*}:([^:]+):(.+)$')
   local ok, d = pcall(cjson.decode, v)
   local holder = 'null'
@@ -114,10 +120,17 @@ local function record(op, k, v, reason, by, prev)
   fields[#fields + 1] = 'at'
   fields[#fields + 1] = auditAt
   redis.call('XADD', audit, '*', unpack(fields))
-  trimmed = trimmed + redis.call('XTRIM', audit, 'MAXLEN', auditMax)
-  -- a tenant that changes nothing more: its whole trail goes when its newest entry is
-  -- older than the retention
+end
+
+-- auditDone ends what the script recorded: it drops the oldest entries beyond the cap
+-- and answers how many, and gives the stream the retention as its TTL, so a tenant
+-- that changes nothing more loses its whole trail when its newest entry is too old.
+function auditDone()
+  if not recorded then return 0 end
+  recorded = false
+  local n = redis.call('XTRIM', audit, 'MAXLEN', auditMax)
   if auditKeep then redis.call('PEXPIRE', audit, string.format('%.0f', auditKeep)) end
+  return n
 end
 
 -- decode returns the stored value's decoded table, or nil when it is not a lock

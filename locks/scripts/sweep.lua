@@ -61,13 +61,13 @@
 --   found   the ops announced, one per event published
 --   values  the values of the live locks, read with MGET in this same round trip;
 --           empty when ARGV[10] is "0"
---   trimmed audit entries the cap dropped before their age (prelude.lua, record)
+--   trimmed audit entries the cap dropped before their age (prelude.lua, auditDone)
 
 auditing(13, 24)
 sharing(18)
 local read = ARGV[10] == '1'
 if not read and tonumber(ARGV[11]) > 0 then
-  if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[11]) then return {found, {}, trimmed} end
+  if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[11]) then return {found, {}, auditDone()} end
 end
 if not read and ARGV[1] ~= '' then
   redis.call('HSET', KEYS[4], 'command', ARGV[1], 'channel', ARGV[2])
@@ -234,4 +234,4 @@ end
 if #found > 0 or wrote or redis.call('PTTL', KEYS[1]) < 0 then
   settle(KEYS[1], KEYS[2])
 end
-return {found, values, trimmed}
+return {found, values, auditDone()}
