@@ -23,17 +23,17 @@ import (
 // (scripts/prelude.lua, record), so the record and the change never disagree and
 // nothing is recorded that did not happen. Renewals are not recorded.
 //
-// Retention (version 3). Each entry added first drops the entries older than
-// Config.AuditRetention (XTRIM MINID, by stream id), then the oldest beyond
-// Config.AuditMaxEntries (XTRIM MAXLEN), both exactly, in the same script, and gives
-// the stream the retention as its TTL: an idle tenant's trail goes when its newest
-// entry is too old. Audit shows no entry older than the retention, though one may wait
-// in the stream for the tenant's next change. What the count drops is younger than the
-// retention: the script answers how many, and trimmedEarly counts them and warns,
-// naming --audit-max-entries. With the per-person
-// rate of changes (share.go) one person needs DefaultAuditMaxEntries /
-// DefaultMaxChangesPerPerson seconds, over five hours, to fill a tenant's trail, so no
-// ordinary user can push another person's entry out of it (issue 25).
+// Retention (version 3). A script that records drops the entries older than
+// Config.AuditRetention before its first entry (XTRIM MINID, by stream id), and the
+// oldest beyond Config.AuditMaxEntries after its last (XTRIM MAXLEN), both exactly,
+// and gives the stream the retention as its TTL: an idle tenant's trail goes when its
+// newest entry is too old. Audit shows no entry older than the retention, though one
+// may wait in the stream for the tenant's next change. What the count drops is younger
+// than the retention: the script answers how many, and trimmedEarly counts them and
+// warns, naming --audit-max-entries. With the per-person rate of changes (share.go)
+// one person needs DefaultAuditMaxEntries / DefaultMaxChangesPerPerson seconds, over
+// five hours, to fill a tenant's trail, so no ordinary user can push another person's
+// entry out of it (issue 25).
 
 // AuditReason is why a change happened, the reason of an audit entry.
 type AuditReason string

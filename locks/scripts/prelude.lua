@@ -93,10 +93,10 @@ local function auditing(a, r)
   if ARGV[r] then auditKeep = tonumber(ARGV[r]) end
 end
 
+local recorded = false -- an entry was added since the last auditDone
+
 -- record adds the entry of op on the lock key k, whose value (the holder's) is v;
 -- prev, for TakenOver and ForceReleased, is whose lock it was (whose).
-local recorded = false
-
 local function record(op, k, v, reason, by, prev)
   if not audit then return end
   if auditKeep and not recorded then
