@@ -4,10 +4,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,9 +21,19 @@ import (
 // The audit trail of PROTOCOL.md §10. Every write script that changes a lock adds an
 // entry to the tenant's stream lockaudit:{<tenant>} in the same atomic step
 // (scripts/prelude.lua, record), so the record and the change never disagree and
-// nothing is recorded that did not happen. The stream is capped with XADD MAXLEN ~:
-// Redis trims whole macro nodes, so a tenant keeps about the newest AuditCap entries,
-// never fewer. Renewals are not recorded.
+// nothing is recorded that did not happen. Renewals are not recorded.
+//
+// Retention (version 3). A script that records drops the entries older than
+// Config.AuditRetention before its first entry (XTRIM MINID, by stream id), and the
+// oldest beyond Config.AuditMaxEntries after its last (XTRIM MAXLEN), both exactly,
+// and gives the stream the retention as its TTL: an idle tenant's trail goes when its
+// newest entry is too old. Audit shows no entry older than the retention, though one
+// may wait in the stream for the tenant's next change. What the count drops is younger
+// than the retention: the script answers how many, and trimmedEarly counts them and
+// warns, naming --audit-max-entries. With the per-person rate of changes (share.go)
+// one person needs DefaultAuditMaxEntries / DefaultMaxChangesPerPerson seconds, over
+// five hours, to fill a tenant's trail, so no ordinary user can push another person's
+// entry out of it (issue 25).
 
 // AuditReason is why a change happened, the reason of an audit entry.
 type AuditReason string
@@ -43,8 +54,15 @@ const (
 // watchers as OpReleased with "by".
 const OpForceReleased protocol.Op = "ForceReleased"
 
-// DefaultAuditCap is about how many audit entries a tenant keeps (PROTOCOL.md §10).
-const DefaultAuditCap = 10000
+// The retention of a tenant's audit trail (PROTOCOL.md §10, version 3), for the zero
+// fields of Config, and the settings that name it.
+const (
+	DefaultAuditRetention  = 720 * time.Hour
+	DefaultAuditMaxEntries = 100000
+
+	SettingAuditRetention  = "audit-retention"
+	SettingAuditMaxEntries = "audit-max-entries"
+)
 
 // Limits of an audit read (PROTOCOL.md §10).
 const (
@@ -65,15 +83,40 @@ const (
 //
 // Holder is whose lock it was (Released, Expired, ForceReleased) or became (Acquired,
 // TakenOver); Actor who caused it, nil for an expiry or another writer's change.
+// Previous, of a TakenOver or ForceReleased entry only, is whose lock it was (version
+// 3): the TakenOver above would carry
+//
+//	"previous":{"oid":"u-ada","name":"Ada Lovelace"}
+//
+// It is null where nobody known held it, and absent from the JSON of the other ops.
 type AuditEntry struct {
 	ID         string           `json:"id"`
 	Op         protocol.Op      `json:"op"`
 	EntityType string           `json:"entityType"`
 	EntityUID  string           `json:"entityUid"`
 	Holder     *protocol.Holder `json:"holder"`
+	Previous   *protocol.Holder `json:"previous"`
 	Actor      *protocol.Holder `json:"actor"`
 	Reason     AuditReason      `json:"reason"`
 	At         protocol.Time    `json:"at"`
+}
+
+// hasPrevious reports whether entries of op carry previous.
+func hasPrevious(op protocol.Op) bool {
+	return op == protocol.OpTakenOver || op == OpForceReleased
+}
+
+// MarshalJSON writes the entry as PROTOCOL.md §10 shows it: previous only for the ops
+// that carry it, null there when nobody known held the lock.
+func (e AuditEntry) MarshalJSON() ([]byte, error) {
+	type entry AuditEntry // without this method
+	if hasPrevious(e.Op) {
+		return json.Marshal(entry(e))
+	}
+	return json.Marshal(struct {
+		entry
+		Previous *struct{} `json:"previous,omitempty"` // shadows entry's: never written
+	}{entry: entry(e)})
 }
 
 // AuditQuery selects audit entries, newest first.
@@ -173,6 +216,9 @@ func validStreamID(s string) bool {
 func (s *core) readAudit(ctx context.Context, tenant string, q AuditQuery) (AuditPage, error) {
 	key := AuditKey(tenant)
 	start := "+"
+	// Entries older than the retention are dropped as the next entry is added; until
+	// then they are not part of the trail either.
+	end := strconv.FormatInt(max(s.now().Add(-s.auditAge).UnixMilli(), 0), 10)
 	if q.Before == "0-0" { // nothing is older; Redis refuses the range "(0-0"
 		return AuditPage{}, nil
 	}
@@ -187,7 +233,7 @@ func (s *core) readAudit(ctx context.Context, tenant string, q AuditQuery) (Audi
 	var out []AuditEntry
 	scanned := 0
 	for {
-		msgs, err := s.rdb.XRevRangeN(ctx, key, start, "-", int64(batch)).Result()
+		msgs, err := s.rdb.XRevRangeN(ctx, key, start, end, int64(batch)).Result()
 		if err != nil {
 			return AuditPage{}, err
 		}
@@ -222,6 +268,9 @@ func parseAuditEntry(m redis.XMessage) AuditEntry {
 		ID: m.ID, Op: protocol.Op(str("op")), EntityType: str("entityType"), EntityUID: str("entityUid"),
 		Holder: parsePerson(str("holder")), Actor: parsePerson(str("actor")), Reason: AuditReason(str("reason")),
 	}
+	if hasPrevious(e.Op) {
+		e.Previous = parsePerson(str("previous"))
+	}
 	if t, err := time.Parse(time.RFC3339Nano, str("at")); err == nil {
 		e.At = protocol.NewTime(t)
 	}
@@ -248,7 +297,69 @@ func (s *core) auditArgs(now time.Time, actor *protocol.Holder, reason AuditReas
 	if actor != nil {
 		oid, name = actor.OID, actor.Name
 	}
-	return []any{protocol.NewTime(now).String(), s.auditCap, oid, name, string(reason)}
+	return []any{protocol.NewTime(now).String(), s.auditMax, oid, name, string(reason)}
+}
+
+// retentionArg is the audit's retention argument of a write script, in ms: it follows
+// the share block (prelude.lua, auditing), which was there first.
+func (s *core) retentionArg() any { return s.auditAge.Milliseconds() }
+
+// trimmedEarly counts the audit entries a script's cap dropped before their retention
+// (its reply's trimmed, an integer) and warns of them, at most once per limitWarnEvery
+// per tenant: the trail no longer holds what the contract promises to keep.
+func (s *core) trimmedEarly(ctx context.Context, tenant string, reply any) {
+	n, _ := reply.(int64)
+	if n <= 0 {
+		return
+	}
+	s.amet.trimmedEarly.Add(float64(n))
+	if since, due := s.auditWarned.note(tenant, int(n), time.Now()); due {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "the audit trail dropped entries younger than --"+SettingAuditRetention+
+			" to stay within --"+SettingAuditMaxEntries+"; raise --"+SettingAuditMaxEntries+" to keep them",
+			slog.String("setting", SettingAuditMaxEntries), slog.String("tenant", tenant), slog.Int("dropped", since),
+			slog.Int("max_entries", s.auditMax), slog.String("retention", s.auditAge.String()),
+			slog.String("metric", "lockhub_audit_trimmed_early_total"))
+	}
+}
+
+// warnings throttles a warning per key to one per limitWarnEvery, adding up what
+// happened in between. It forgets a key not warned of for that long once it holds
+// maxWarned keys, so it holds about the keys warned of lately.
+type warnings struct {
+	mu sync.Mutex
+	by map[string]warned // guarded by mu
+}
+
+type warned struct {
+	last time.Time
+	n    int // since last
+}
+
+const maxWarned = 1024
+
+// note adds n to key's count and reports whether a warning is due, with the count
+// since the last warning.
+func (w *warnings) note(key string, n int, now time.Time) (since int, due bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.by[key]
+	e.n += n
+	if !e.last.IsZero() && now.Sub(e.last) < limitWarnEvery {
+		w.by[key] = e
+		return 0, false
+	}
+	if w.by == nil {
+		w.by = map[string]warned{}
+	}
+	if len(w.by) >= maxWarned {
+		for k, o := range w.by {
+			if now.Sub(o.last) >= limitWarnEvery {
+				delete(w.by, k)
+			}
+		}
+	}
+	w.by[key] = warned{last: now}
+	return e.n, true
 }
 
 // audited counts n audit entries of op that a script wrote.
@@ -259,11 +370,18 @@ func (s *core) audited(op string, n int) {
 }
 
 func (s *core) setUpAudit(cfg Config) error {
-	if cfg.AuditCap < 0 {
-		return errors.New("locks: Config.AuditCap must not be negative")
+	if cfg.AuditMaxEntries < 0 {
+		return &protocol.SettingError{Setting: SettingAuditMaxEntries, Err: fmt.Errorf("%d must be positive", cfg.AuditMaxEntries)}
+	}
+	if cfg.AuditRetention < 0 {
+		return &protocol.SettingError{Setting: SettingAuditRetention, Err: fmt.Errorf("%s must be positive", cfg.AuditRetention)}
 	}
 	s.audit = !cfg.noAudit
-	s.auditCap = cmp.Or(cfg.AuditCap, DefaultAuditCap)
+	s.auditMax = cmp.Or(cfg.AuditMaxEntries, DefaultAuditMaxEntries)
+	s.auditAge = cmp.Or(cfg.AuditRetention, DefaultAuditRetention)
+	if s.auditAge < time.Millisecond {
+		return &protocol.SettingError{Setting: SettingAuditRetention, Err: fmt.Errorf("%s is under the millisecond precision of a stream id", s.auditAge)}
+	}
 	s.amet = newAuditMetrics(cfg.Registerer)
 	return nil
 }
@@ -282,6 +400,8 @@ type auditMetrics struct {
 	forced  *prometheus.CounterVec // outcome: released, notHeld, unknown
 	written *prometheus.CounterVec // op: Acquired, Released, TakenOver, Expired, ForceReleased
 	reads   *prometheus.CounterVec // outcome: read, unknown
+	// trimmedEarly: entries the cap (audit-max-entries) dropped before the retention
+	trimmedEarly prometheus.Counter
 }
 
 func newAuditMetrics(reg prometheus.Registerer) *auditMetrics {
@@ -299,5 +419,9 @@ func newAuditMetrics(reg prometheus.Registerer) *auditMetrics {
 			Name: "lockhub_audit_reads_total",
 			Help: "Reads of the audit trail through the admin API, by outcome (read, unknown: Redis did not answer).",
 		}, []string{"outcome"}),
+		trimmedEarly: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_audit_trimmed_early_total",
+			Help: "Audit entries dropped to stay within --audit-max-entries while younger than --audit-retention: raise --audit-max-entries.",
+		}),
 	}
 }

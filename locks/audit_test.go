@@ -1,8 +1,11 @@
 package locks
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,29 +19,38 @@ import (
 
 // TestAudit proves the audit trail of PROTOCOL.md §10 on miniredis, a real
 // redis-server and a real Redis Cluster: the exact entries of a scripted sequence,
-// the reads with their filters and cursors, the cap, and that the scripts run by
+// the reads with their filters and cursors, the retention by count and by age, the
+// takeover entry that survives another person's flood, and that the scripts run by
 // another program with the keys documented before the audit still work.
 func TestAudit(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Run("entries", func(t *testing.T) { testAuditEntries(t, b) })
 			t.Run("reads", func(t *testing.T) { testAuditReads(t, b) })
-			t.Run("cap", func(t *testing.T) { testAuditCap(t, b) })
+			t.Run("max entries", func(t *testing.T) { testAuditMaxEntries(t, b) })
+			t.Run("retention", func(t *testing.T) { testAuditRetention(t, b) })
+			t.Run("evidence", func(t *testing.T) { testAuditEvidence(t, b) })
 			t.Run("five keys", func(t *testing.T) { testAuditOptional(t, b) })
 			t.Run("admin locks", func(t *testing.T) { testAdminLocks(t, b) })
 		})
 	}
 }
 
-// entry is what a test compares of an audit entry: all but its id and at.
+// entry is what a test compares of an audit entry: all but its id, at and previous.
 func entry(op protocol.Op, uid string, holder, actor *protocol.Holder, reason AuditReason) string {
-	who := func(h *protocol.Holder) string {
-		if h == nil {
-			return "null"
-		}
-		return h.OID + "/" + h.Name
-	}
 	return fmt.Sprintf("%s %s holder=%s actor=%s %s", op, uid, who(holder), who(actor), reason)
+}
+
+// taken is entry for the ops that carry previous: TakenOver and ForceReleased.
+func taken(op protocol.Op, uid string, holder, previous, actor *protocol.Holder, reason AuditReason) string {
+	return entry(op, uid, holder, actor, reason) + " previous=" + who(previous)
+}
+
+func who(h *protocol.Holder) string {
+	if h == nil {
+		return "null"
+	}
+	return h.OID + "/" + h.Name
 }
 
 func entriesOf(t *testing.T, page AuditPage) []string {
@@ -47,6 +59,13 @@ func entriesOf(t *testing.T, page AuditPage) []string {
 	for _, e := range page.Entries {
 		if e.EntityType != "ApprovalRequest" {
 			t.Errorf("entry %s of type %q", e.ID, e.EntityType)
+		}
+		if hasPrevious(e.Op) {
+			out = append(out, taken(e.Op, e.EntityUID, e.Holder, e.Previous, e.Actor, e.Reason))
+			continue
+		}
+		if e.Previous != nil {
+			t.Errorf("entry %s (%s) has previous %+v", e.ID, e.Op, e.Previous)
 		}
 		out = append(out, entry(e.Op, e.EntityUID, e.Holder, e.Actor, e.Reason))
 	}
@@ -141,18 +160,18 @@ func testAuditEntries(t *testing.T, b backend) {
 
 	want := []string{
 		entry(protocol.OpAcquired, "r-1", &ada, &ada, AuditClaim),
-		entry(protocol.OpTakenOver, "r-1", &margot, &margot, AuditTakeover),
+		taken(protocol.OpTakenOver, "r-1", &margot, &ada, &margot, AuditTakeover),
 		entry(protocol.OpReleased, "r-1", &margot, &margot, AuditRelease),
 		entry(protocol.OpAcquired, "r-2", &margot, &margot, AuditTakeover),
 		entry(protocol.OpReleased, "r-2", &margot, &margot, AuditDecision),
 		entry(protocol.OpAcquired, "r-3", &grace, &grace, AuditClaim),
 		entry(protocol.OpReleased, "r-3", &grace, &grace, AuditDisconnect),
 		entry(protocol.OpAcquired, "r-4", &ada, &ada, AuditClaim),
-		entry(OpForceReleased, "r-4", &ada, &admin, AuditAdmin),
+		taken(OpForceReleased, "r-4", &ada, &ada, &admin, AuditAdmin),
 		entry(protocol.OpAcquired, "r-5", &ada, &ada, AuditClaim),
 		entry(protocol.OpExpired, "r-5", &ada, nil, AuditExpiry),
 		entry(protocol.OpAcquired, "r-6", &grace, nil, AuditForeign),
-		entry(protocol.OpTakenOver, "r-6", &margot, nil, AuditForeign),
+		taken(protocol.OpTakenOver, "r-6", &margot, &grace, nil, AuditForeign),
 		entry(protocol.OpReleased, "r-6", &margot, nil, AuditForeign),
 	}
 	got := all(t, s, tenant, AuditQuery{})
@@ -172,11 +191,34 @@ func testAuditEntries(t *testing.T, b backend) {
 	raw := msgs[8].Values // the force release
 	wantRaw := map[string]any{
 		"op": "ForceReleased", "entityType": "ApprovalRequest", "entityUid": "r-4",
-		"holder": `{"oid":"u-ada","name":"Ada Lovelace"}`, "actor": `{"oid":"u-root","name":"Rita Root"}`,
-		"reason": "admin", "at": got[8].At.String(),
+		"holder": `{"oid":"u-ada","name":"Ada Lovelace"}`, "previous": `{"oid":"u-ada","name":"Ada Lovelace"}`,
+		"actor": `{"oid":"u-root","name":"Rita Root"}`, "reason": "admin", "at": got[8].At.String(),
 	}
 	if fmt.Sprint(raw) != fmt.Sprint(wantRaw) {
 		t.Fatalf("raw entry %v, want %v", raw, wantRaw)
+	}
+	// The admin API's JSON (PROTOCOL.md §10): previous on TakenOver and ForceReleased
+	// only, in the order the contract shows.
+	for i, want := range map[int]string{
+		0: `{"id":"%s","op":"Acquired","entityType":"ApprovalRequest","entityUid":"r-1",` +
+			`"holder":{"oid":"u-ada","name":"Ada Lovelace"},"actor":{"oid":"u-ada","name":"Ada Lovelace"},"reason":"claim","at":"%s"}`,
+		1: `{"id":"%s","op":"TakenOver","entityType":"ApprovalRequest","entityUid":"r-1",` +
+			`"holder":{"oid":"u-margaret","name":"Margaret Hamilton"},"previous":{"oid":"u-ada","name":"Ada Lovelace"},` +
+			`"actor":{"oid":"u-margaret","name":"Margaret Hamilton"},"reason":"takeover","at":"%s"}`,
+		12: `{"id":"%s","op":"TakenOver","entityType":"ApprovalRequest","entityUid":"r-6",` +
+			`"holder":{"oid":"u-margaret","name":"Margaret Hamilton"},"previous":{"oid":"u-grace","name":"Grace Hopper"},` +
+			`"actor":null,"reason":"foreign","at":"%s"}`,
+	} {
+		b, err := json.Marshal(got[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := fmt.Sprintf(want, got[i].ID, got[i].At); string(b) != w {
+			t.Errorf("entry %d as JSON:\n%s\nwant:\n%s", i, b, w)
+		}
+	}
+	if b, _ := json.Marshal(AuditEntry{Op: protocol.OpTakenOver}); !strings.Contains(string(b), `"previous":null`) {
+		t.Errorf("a TakenOver of nobody known: %s, want previous null", b)
 	}
 	if v := msgs[10].Values["actor"]; v != "null" {
 		t.Fatalf("the expiry's actor field is %q, want null", v)
@@ -314,38 +356,289 @@ func isCode(err error, code protocol.ErrorCode) bool {
 	return ok && ce.ErrorCode() == code
 }
 
-func testAuditCap(t *testing.T, b backend) {
+// testAuditMaxEntries: the trail never holds more than its cap, exactly, the newest
+// kept; what the cap drops before the retention is counted and warned of at most once
+// per 10 s per tenant, naming --audit-max-entries.
+func testAuditMaxEntries(t *testing.T, b backend) {
 	c := b.client(t)
-	const cap = 100
+	const max = 100
 	// A rate of changes that lets one person fill the cap at once (the default would
 	// refuse the 201st change: PROTOCOL.md §4).
-	s, _ := newStore(t, c, Config{AuditCap: cap, MaxChangesPerPerson: 1e6, ChangesBurst: 1e6})
+	s, logs := newStore(t, c, Config{AuditMaxEntries: max, MaxChangesPerPerson: 1e6, ChangesBurst: 1e6})
 	tenant := fmt.Sprintf("audc-%d", time.Now().UnixNano())
 	ctx := ctxT(t)
 	ref := Ref{tenant, "ApprovalRequest", "r-1"}
-	for range 3 * cap {
+	start := time.Now()
+	for range 3 * max { // 6 * max entries
 		expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, ada, ""))
 		expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, ref, ada, ""))
 	}
-	n, err := c.XLen(ctx, AuditKey(tenant)).Result()
+	// A second tenant over its cap by two: its own warning.
+	other := tenant + "-other"
+	oref := Ref{other, "ApprovalRequest", "r-1"}
+	for range max/2 + 1 {
+		expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, oref, grace, ""))
+		expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, oref, grace, ""))
+	}
+	elapsed := time.Since(start)
+
+	msgs, err := c.XRange(ctx, AuditKey(tenant), "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// MAXLEN ~ trims whole macro nodes (stream-node-max-entries, 100 by default): at
-	// least the cap is kept, and less than a node more.
-	if n < cap || n >= 2*cap {
-		t.Fatalf("XLEN %d after %d entries, want about the cap %d", n, 6*cap, cap)
+	if len(msgs) != max {
+		t.Fatalf("the trail holds %d entries after %d, want exactly the cap %d", len(msgs), 6*max, max)
 	}
-	p, _ := s.Console.Audit(ctx, tenant, AuditQuery{Limit: 1})
-	if len(p.Entries) != 1 || p.Entries[0].Op != protocol.OpReleased {
-		t.Fatalf("the newest entry %+v", p.Entries)
+	if msgs[0].Values["op"] != "Acquired" || msgs[max-1].Values["op"] != "Released" {
+		t.Fatalf("the trail keeps %v .. %v, want the newest pairs", msgs[0].Values, msgs[max-1].Values)
 	}
+	if n, _ := c.XLen(ctx, AuditKey(other)).Result(); n != max {
+		t.Fatalf("the other tenant's trail holds %d entries, want %d", n, max)
+	}
+	// Every entry dropped was minutes old, far younger than the default 720h.
+	if n := testutil.ToFloat64(s.core.amet.trimmedEarly); n != 5*max+2 {
+		t.Fatalf("lockhub_audit_trimmed_early_total %v, want %d", n, 5*max+2)
+	}
+	for _, tn := range []string{tenant, other} {
+		var warned int
+		for line := range strings.Lines(logs.String()) {
+			if strings.Contains(line, "level=WARN") && strings.Contains(line, "raise --audit-max-entries") &&
+				strings.Contains(line, "tenant="+tn+" ") {
+				warned++
+			}
+		}
+		if most := 1 + int(elapsed/limitWarnEvery); warned < 1 || warned > most {
+			t.Errorf("%d warnings for tenant %s in %s, want 1 to %d:\n%s", warned, tn, elapsed, most, logs.String())
+		}
+	}
+
 	d, _ := newStore(t, c, Config{})
-	if got := d.core.auditArgs(time.Now(), nil, "")[1]; got != DefaultAuditCap {
-		t.Fatalf("default cap %v, want %d", got, DefaultAuditCap)
+	if got := d.core.auditArgs(time.Now(), nil, "")[1]; got != DefaultAuditMaxEntries {
+		t.Fatalf("default cap %v, want %d", got, DefaultAuditMaxEntries)
 	}
-	if _, err := NewStore(Config{Client: c, AuditCap: -1}); err == nil {
-		t.Fatal("a negative AuditCap was accepted")
+	if got, want := d.core.retentionArg(), (720 * time.Hour).Milliseconds(); got != want {
+		t.Fatalf("default retention %v ms, want %d", got, want)
+	}
+	for name, tc := range map[string]struct {
+		cfg     Config
+		setting string
+	}{
+		"negative cap":         {Config{AuditMaxEntries: -1}, SettingAuditMaxEntries},
+		"negative retention":   {Config{AuditRetention: -time.Hour}, SettingAuditRetention},
+		"retention under a ms": {Config{AuditRetention: time.Microsecond}, SettingAuditRetention},
+	} {
+		tc.cfg.Client = c
+		var se *protocol.SettingError
+		if _, err := NewStore(tc.cfg); !errors.As(err, &se) || se.Setting != tc.setting {
+			t.Errorf("%s: NewStore = %v, want a SettingError for %s", name, err, tc.setting)
+		}
+	}
+}
+
+// streamIDs are the ids of the tenant's audit entries, oldest first.
+func streamIDs(t *testing.T, c redis.UniversalClient, tenant string) []string {
+	t.Helper()
+	msgs, err := c.XRange(ctxT(t), AuditKey(tenant), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+// idMs is the ms part of a stream id.
+func idMs(t *testing.T, id string) int64 {
+	t.Helper()
+	ms, _, _ := strings.Cut(id, "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		t.Fatalf("stream id %q: %v", id, err)
+	}
+	return n
+}
+
+// testAuditRetention drives the store's clock (Config.Now) past the retention of
+// entries whose ids Redis gave them: exactly the entries older than now minus the
+// retention go as the next entry is added, an entry exactly that old stays, a read
+// shows none older, the stream expires a retention after its newest entry, and a
+// clock far ahead never drops the entry it adds. None of it counts as dropped early.
+func testAuditRetention(t *testing.T, b backend) {
+	c := b.client(t)
+	const keep = time.Hour
+	s, _ := newStore(t, c, Config{AuditRetention: keep})
+	tenant := fmt.Sprintf("audt-%d", time.Now().UnixNano())
+	ctx := ctxT(t)
+	r := func(uid string) Ref { return Ref{tenant, "ApprovalRequest", uid} }
+	at := func(ms int64) Config { // a store whose clock reads ms + the retention
+		return Config{AuditRetention: keep, Now: func() time.Time { return time.UnixMilli(ms).Add(keep) }}
+	}
+	// kept checks that do, run at bound + the retention, dropped exactly the entries
+	// with ids before bound and added one, and returns the ids left.
+	kept := func(name string, bound int64, do func(*Store)) []string {
+		t.Helper()
+		before := streamIDs(t, c, tenant)
+		st, _ := newStore(t, c, at(bound))
+		do(st)
+		after := streamIDs(t, c, tenant)
+		var want []string
+		for _, id := range before {
+			if idMs(t, id) >= bound {
+				want = append(want, id)
+			}
+		}
+		if len(after) != len(want)+1 || !slices.Equal(after[:len(want)], want) || (len(before) > 0 && after[len(want)] <= before[len(before)-1]) {
+			t.Fatalf("%s: ids %v, then %v after a change at bound %d + %s; want %v and one new", name, before, after, bound, keep, want)
+		}
+		if n := testutil.ToFloat64(st.core.amet.trimmedEarly); n != 0 {
+			t.Fatalf("%s: %v entries counted as dropped early, want 0", name, n)
+		}
+		return after
+	}
+
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, r("r-1"), grace, ""))
+	expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, r("r-1"), grace, ""))
+	old := streamIDs(t, c, tenant)
+	last := idMs(t, old[len(old)-1])
+	// The next id starts a new millisecond, so old and young differ by their ms.
+	redistest.Eventually(t, "the server's clock past the old entries", func() bool {
+		now, err := c.Time(ctx).Result()
+		return err == nil && now.UnixMilli() > last
+	})
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, r("r-2"), ada, ""))
+	young := streamIDs(t, c, tenant)[len(old)]
+
+	// The young entry exactly a retention old: kept, the older ones dropped.
+	ids := kept("at the young entry's age", idMs(t, young), func(st *Store) {
+		expect(t, protocol.OutcomeAcquired)(st.Locks.Claim(ctx, r("r-3"), margot, ""))
+	})
+	if len(ids) != 2 || ids[0] != young {
+		t.Fatalf("after the trim by age: %v, want the young entry %s and the new one", ids, young)
+	}
+	got := entriesOf(t, AuditPage{Entries: all(t, s, tenant, AuditQuery{})})
+	want := []string{
+		entry(protocol.OpAcquired, "r-2", &ada, &ada, AuditClaim),
+		entry(protocol.OpAcquired, "r-3", &margot, &margot, AuditClaim),
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the trail after the trim by age:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The stream goes a retention after its newest entry, when all of it is too old.
+	if ttl, err := c.PTTL(ctx, AuditKey(tenant)).Result(); err != nil || ttl <= keep-time.Minute || ttl > keep {
+		t.Fatalf("the stream's PTTL %s (%v), want about %s", ttl, err, keep)
+	}
+	// A read a ms later, before any change drops the young entry, no longer shows it.
+	reader, _ := newStore(t, c, at(idMs(t, young)+1))
+	var shown, newer []string
+	for _, e := range all(t, reader, tenant, AuditQuery{}) {
+		shown = append(shown, e.ID)
+	}
+	for _, id := range ids {
+		if idMs(t, id) > idMs(t, young) {
+			newer = append(newer, id)
+		}
+	}
+	if !slices.Equal(shown, newer) {
+		t.Fatalf("a read a ms past the young entry's age shows %v, want %v", shown, newer)
+	}
+	// A millisecond later the young entry is older than the retention: gone.
+	kept("a ms past the young entry's age", idMs(t, young)+1, func(st *Store) {
+		expect(t, protocol.OutcomeReleased)(st.Locks.Release(ctx, r("r-3"), margot, ""))
+	})
+	// A clock far ahead drops everything before it, but never the entry it adds.
+	ids = kept("a clock far ahead", time.Now().Add(100*keep).UnixMilli(), func(st *Store) {
+		expect(t, protocol.OutcomeAcquired)(st.Locks.Claim(ctx, r("r-4"), ada, ""))
+	})
+	if len(ids) != 1 {
+		t.Fatalf("after a clock far ahead: %v, want only its own entry", ids)
+	}
+	if n := testutil.ToFloat64(s.core.amet.trimmedEarly); n != 0 {
+		t.Fatalf("%v entries counted as dropped early, want 0", n)
+	}
+}
+
+// testAuditEvidence is issue 25's case: Grace's lock taken over by an administrator,
+// then Ada changes locks as fast as the store lets her. The per-person rate (default 5
+// a second, bursts of 200) refuses her past the burst, so the TakenOver entry, naming
+// Grace as previous, stays in a trail of 400 entries. The same flood through a store
+// without the rate pushes it out, dropped early and warned of: the test tells the two
+// apart. At the defaults one person needs 100,000 / 5 = 20,000 s, over five hours of
+// changes, to fill a tenant's trail of 720h.
+func testAuditEvidence(t *testing.T, b backend) {
+	if d := time.Duration(DefaultAuditMaxEntries/DefaultMaxChangesPerPerson) * time.Second; d <= 5*time.Hour {
+		t.Fatalf("at the defaults one person fills the trail in %s, want over five hours", d)
+	}
+	c := b.client(t)
+	const max = 400
+	admin := protocol.Holder{OID: "u-root", Name: "Rita Root"}
+	for _, tc := range []struct {
+		name     string
+		rate     float64 // changes a second; 0: the default
+		burst    int
+		survives bool
+	}{
+		{"the default rate", 0, 0, true},
+		{"no rate", 1e9, 1e9, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, logs := newStore(t, c, Config{AuditMaxEntries: max, MaxChangesPerPerson: tc.rate, ChangesBurst: tc.burst})
+			tenant := fmt.Sprintf("aude-%d", time.Now().UnixNano())
+			ctx := ctxT(t)
+			ref := Ref{tenant, "ApprovalRequest", "r-1"}
+			expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, ref, grace, ""))
+			expect(t, protocol.OutcomeTakenOver)(s.Locks.Takeover(ctx, ref, admin, "", true))
+
+			// Ada claims and releases her own entity, 2*max times as fast as she can.
+			flood := Ref{tenant, "ApprovalRequest", "r-2"}
+			changes, refused, held := 0, 0, false
+			for range 2 * max {
+				var res Result
+				var err error
+				if held {
+					res, err = s.Locks.Release(ctx, flood, ada, "")
+				} else {
+					res, err = s.Locks.Claim(ctx, flood, ada, "")
+				}
+				var re *RateError
+				switch {
+				case errors.As(err, &re):
+					refused++
+				case err != nil:
+					t.Fatal(err)
+				case res.Outcome != protocol.OutcomeAcquired && res.Outcome != protocol.OutcomeReleased:
+					t.Fatalf("Ada's change %d answered %s", changes, res.Outcome)
+				default:
+					changes++
+					held = !held
+				}
+			}
+			trail, err := s.Console.Audit(ctx, tenant, AuditQuery{EntityUID: "r-1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := entriesOf(t, trail)
+			takeover := taken(protocol.OpTakenOver, "r-1", &admin, &grace, &admin, AuditTakeover)
+			early := testutil.ToFloat64(s.core.amet.trimmedEarly)
+			warned := strings.Contains(logs.String(), "raise --audit-max-entries")
+			t.Logf("Ada: %d changes written, %d refused; the trail of r-1: %q; %v dropped early", changes, refused, got, early)
+			if tc.survives {
+				if refused == 0 || changes >= max {
+					t.Fatalf("the rate let Ada write %d changes and refused %d; want refusals past the burst", changes, refused)
+				}
+				if !slices.Contains(got, takeover) || early != 0 || warned {
+					t.Fatalf("the takeover entry is gone after Ada's flood (dropped early %v, warned %v): %q", early, warned, got)
+				}
+				return
+			}
+			if refused != 0 || changes != 2*max {
+				t.Fatalf("without a rate Ada wrote %d changes, %d refused; want %d", changes, refused, 2*max)
+			}
+			if slices.Contains(got, takeover) || early != float64(2+changes-max) || !warned {
+				t.Fatalf("without a rate the flood of %d kept the takeover (dropped early %v, warned %v): %q", changes, early, warned, got)
+			}
+		})
 	}
 }
 

@@ -42,9 +42,15 @@ type Config struct {
 	// (instances.go) and presence's expiry (presence.lua) read the Redis server's clock
 	// instead.
 	Now func() time.Time
-	// AuditCap is about how many entries the audit stream of a tenant keeps (XADD
-	// MAXLEN ~, PROTOCOL.md §10). Zero means DefaultAuditCap.
-	AuditCap int
+	// AuditRetention is how long the audit stream of a tenant keeps an entry: setting
+	// "audit-retention" (PROTOCOL.md §10, version 3). Entries older than it, by their
+	// stream id against Now, are dropped as the next entry is added. Zero means
+	// DefaultAuditRetention; it must be at least a millisecond.
+	AuditRetention time.Duration
+	// AuditMaxEntries is the most entries the audit stream of a tenant holds: setting
+	// "audit-max-entries". The oldest go first; one dropped before AuditRetention is
+	// counted and warned of. Zero means DefaultAuditMaxEntries.
+	AuditMaxEntries int
 
 	// MaxLocksPerPerson is how many live locks one person (tenant and oid) may hold,
 	// counted in Redis across sockets, HTTP calls and instances: setting
@@ -106,12 +112,15 @@ type core struct {
 	met      *metrics
 	now      func() time.Time
 	sc       scripts
-	tags     []string // on a cluster: a hash tag for every slot, naming its channel
-	audit    bool     // write the audit stream (PROTOCOL.md §10); off only in benchmarks
-	auditCap int
-	share    shareLimits
-	amet     *auditMetrics
-	encoded  encodedValues // ListJSON's encodings of the values it read last
+	tags     []string      // on a cluster: a hash tag for every slot, naming its channel
+	audit    bool          // write the audit stream (PROTOCOL.md §10); off only in benchmarks
+	auditMax int           // Config.AuditMaxEntries
+	auditAge time.Duration // Config.AuditRetention
+	// auditWarned is when each tenant was last warned of entries dropped early.
+	auditWarned warnings
+	share       shareLimits
+	amet        *auditMetrics
+	encoded     encodedValues // ListJSON's encodings of the values it read last
 	// feedQuiet is how long the feed's connection may be silent before it is pinged;
 	// the Pong has a third of it.
 	feedQuiet time.Duration

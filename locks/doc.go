@@ -33,8 +33,8 @@
 //
 // Every change but a renewal is also recorded, by the same script and in the same
 // atomic step, in the tenant's audit stream lockaudit:{<tenant>} (audit.go, PROTOCOL.md
-// §10), capped at about Config.AuditCap entries; Audit reads it, AdminLocks and
-// ForceRelease are the lock console's operations (console.go).
+// §10), kept for Config.AuditRetention and at most Config.AuditMaxEntries; Audit reads
+// it, AdminLocks and ForceRelease are the lock console's operations (console.go).
 //
 // Concurrency: a Store is safe for concurrent use. RunFeed, and a Member's Run, block
 // until their ctx is done and join every goroutine they start.

@@ -14,7 +14,7 @@ package locks
 //	locksweep:{<tenant>}:<type>                      string      sweep                 a little under the sweep interval
 //	locksweepat:{<tenant>}:<type>                    string      sweep of a big type   10 minutes after the last sweep
 //	lockfeed:{<tenant>}                              hash        sweep                 feedKeyTTL after the last sweep
-//	lockaudit:{<tenant>}                             stream      every change          capped (Config.AuditCap)
+//	lockaudit:{<tenant>}                             stream      every change          AuditRetention, AuditMaxEntries
 //	lockview:{<tenant>}:<type>:<uid>                 sorted set  presence.lua          latest view + viewMargin (§9)
 //	lockviewer:{<tenant>}:<type>:<uid>               hash        presence.lua          with lockview
 //	locknudge:{<tenant>}:<type>:<uid>/<oid>          string      nudge.lua             the nudge interval

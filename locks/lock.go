@@ -476,7 +476,7 @@ func (s *core) sweepOnce(ctx context.Context, tenant, entityType string, every t
 	args := append(s.pubArgs(tenant, now), lockKeyPrefix(tenant, entityType), head, tail, "0", skip, feedKeyTTL.Milliseconds())
 	args = append(args, s.auditArgs(now, nil, "")...)
 	args = append(args, s.shareArgs(tenant)...)
-	args = append(args, sweepWindow, sweepAtKey(tenant, entityType))
+	args = append(args, s.retentionArg(), sweepWindow, sweepAtKey(tenant, entityType))
 	keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType), sweepKey(tenant, entityType), FeedKey(tenant), seenKey(tenant, entityType)}
 	if s.audit {
 		keys = append(keys, AuditKey(tenant))
@@ -485,10 +485,11 @@ func (s *core) sweepOnce(ctx context.Context, tenant, entityType string, every t
 	if err != nil {
 		return false, err
 	}
-	if len(reply) != 3 {
+	if len(reply) != 4 {
 		return false, &corruptError{"sweep script answered an unexpected shape"}
 	}
 	s.foundChanges(reply[0])
+	s.trimmedEarly(ctx, tenant, reply[3])
 	return reply[2] == int64(1), nil
 }
 

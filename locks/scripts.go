@@ -53,7 +53,7 @@ type scripts struct {
 	takeover script[takeoverReply]
 	detach   script[detachReply]
 	force    script[forceReleaseReply]
-	sweep    *redis.Script // answers {found, values}: see sweep.lua
+	sweep    *redis.Script // answers {found, values, trimmed}: see sweep.lua
 	list     *redis.Script // list.lua, without the prelude: the live values
 	presence *redis.Script // presence.lua, without the prelude
 	nudge    *redis.Script // nudge.lua, without the prelude
@@ -148,8 +148,8 @@ const (
 	forceRated    forceReleaseReply = "rateLimited" // over the administrator's rate of changes; value is the wait, ms
 )
 
-// script is a write script answering {status R, value}: R names its statuses, and value
-// is a stored lock or nil (read as "").
+// script is a write script answering {status R, value, found, trimmed}: R names its
+// statuses, and value is a stored lock or nil (read as "").
 type script[R ~string] struct{ *redis.Script }
 
 func newScript[R ~string](src string) script[R] {
@@ -158,20 +158,22 @@ func newScript[R ~string](src string) script[R] {
 
 // run runs the script on the keys of k (the audit stream's only when k has it), with
 // pub (the prelude's arguments, see prelude.lua) before args, and aud (the audit
-// entry's, ditto) and the share block of k's tenant after them, and counts the changes
-// of other programs it announced.
+// entry's, ditto), the share block of k's tenant and the audit's retention after them,
+// and counts the changes of other programs it announced and the audit entries it
+// dropped early.
 func (sc script[R]) run(ctx context.Context, s *core, k keys, pub, aud []any, args ...any) (status R, value string, err error) {
 	ks := []string{k.lock, k.index, k.values, k.conns, k.seen}
 	if k.audit != "" {
 		ks = append(ks, k.audit)
 	}
 	argv := append(append(append(pub, args...), aud...), s.shareArgs(k.tenant)...)
+	argv = append(argv, s.retentionArg())
 	reply, err := sc.Run(ctx, s.rdb, ks, argv...).Slice()
 	if err != nil {
 		return "", "", err
 	}
-	if len(reply) != 3 {
-		return "", "", &corruptError{fmt.Sprintf("script answered %d values, want 3", len(reply))}
+	if len(reply) != 4 {
+		return "", "", &corruptError{fmt.Sprintf("script answered %d values, want 4", len(reply))}
 	}
 	st, ok := reply[0].(string)
 	if !ok {
@@ -179,5 +181,6 @@ func (sc script[R]) run(ctx context.Context, s *core, k keys, pub, aud []any, ar
 	}
 	value, _ = reply[1].(string) // nil when there is no lock
 	s.foundChanges(reply[2])
+	s.trimmedEarly(ctx, k.tenant, reply[3])
 	return R(st), value, nil
 }

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -88,6 +89,12 @@ func TestAdminAPI(t *testing.T) {
 	}
 	equal(t, "reason", first["reason"], any("admin"))
 	equal(t, "holder", first["holder"].(map[string]any)["oid"], any("u-ada"))
+	// A force release says whose lock it was (PROTOCOL.md §10, version 3); an
+	// acquisition carries no previous.
+	equal(t, "previous", fmt.Sprint(first["previous"]), "map[name:Ada Lovelace oid:u-ada]")
+	if p, ok := entries[1].(map[string]any)["previous"]; ok {
+		t.Fatalf("an Acquired entry with previous %v: %s", p, r.raw)
+	}
 
 	// A page of one, then the cursor.
 	r = audit(root, url.Values{"limit": {"1"}})

@@ -18,8 +18,9 @@
 --          Acquired entry's reason is claim
 -- ARGV[18..23] the share block: tenant tag, lockable types, locks per person, locks per
 --          tenant, changes a second, burst (prelude.lua); optional
+-- ARGV[24] the audit's retention, ms (prelude.lua); optional
 --
--- Returns {status, value, found}, status one of (claimReply in scripts.go):
+-- Returns {status, value, found, trimmed}, status one of (claimReply in scripts.go):
 --   "acquired"  it was free and is now the caller's, published Acquired; value = ARGV[8]
 --   "mine"      the caller already holds it (another tab); value = the stored value
 --               (Go renews it by compare-and-set, keeping acquiredAtUtc)
@@ -28,7 +29,7 @@
 --               share allows; nothing written; value = the setting (max-locks-per-...)
 --   "rateLimited"  it was free, but the caller made as many changes as the share
 --               allows; nothing written; value = ms until the next is allowed
-auditing(13)
+auditing(13, 24)
 sharing(18)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])

@@ -23,8 +23,9 @@
 -- ARGV[15..20] the share block: tenant tag, lockable types, locks per person, locks per
 --          tenant, changes a second, burst (prelude.lua); optional
 --          (a release on disconnect is never refused: it only keeps the person's index)
+-- ARGV[21] the audit's retention, ms (prelude.lua); optional
 --
--- Returns {status, value, found}, status one of (detachReply in scripts.go):
+-- Returns {status, value, found, trimmed}, status one of (detachReply in scripts.go):
 --   "released"  no socket was left, so it was dropped, published Released;
 --               value = the value that was stored
 --   "kept"      the socket is forgotten and the lock left as it is: the socket was not
@@ -33,7 +34,7 @@
 --               else's (value = the stored value)
 -- A socket that is not in the set has no say: the lock was claimed afresh since
 -- (a new lease clears the set), or taken over, or claimed over HTTP.
-auditing(10)
+auditing(10, 21)
 sharing(15)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])

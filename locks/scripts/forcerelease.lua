@@ -13,18 +13,20 @@
 -- ARGV[7]  the administrator's oid, named in the event as "by"
 -- ARGV[8]  the administrator's name
 -- ARGV[9..13] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua); the
---          actor is the administrator, the reason admin
+--          actor is the administrator, the reason admin (holder and previous: whose
+--          lock it was)
 -- ARGV[14..19] the share block: tenant tag, lockable types, locks per person, locks per
 --          tenant, changes a second, burst (prelude.lua); optional
 --          (the administrator's changes are counted as anyone's)
+-- ARGV[20] the audit's retention, ms (prelude.lua); optional
 --
--- Returns {status, value, found}, status one of (forceReleaseReply in scripts.go):
+-- Returns {status, value, found, trimmed}, status one of (forceReleaseReply in scripts.go):
 --   "released"  dropped, published Released with "by", recorded ForceReleased;
 --               value = the value that was stored
 --   "notHeld"   free, or a value that is not a lock (left alone); value nil
 --   "rateLimited"  the administrator made as many changes as the share allows; nothing
 --               written; value = ms until the next is allowed
-auditing(9)
+auditing(9, 20)
 sharing(14)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
@@ -38,5 +40,5 @@ redis.call('HDEL', KEYS[3], KEYS[1])
 unsee(KEYS[1])
 settle(KEYS[2], KEYS[3])
 publish('Released', v, ',"by":' .. person(ARGV[7], ARGV[8]))
-record('ForceReleased', KEYS[1], v, why, actor)
+record('ForceReleased', KEYS[1], v, why, actor, whose(decode(v)))
 return reply('released', v)

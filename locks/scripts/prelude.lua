@@ -18,8 +18,9 @@
 -- the changes happened. The event's lock is the stored value, byte for byte: Lua never
 -- re-encodes it.
 --
--- Every write script answers {status, value, found}: found lists the ops it announced
--- for changes another program made (catchup below), each once.
+-- Every write script answers {status, value, found, trimmed}: found lists the ops it
+-- announced for changes another program made (catchup below), each once; trimmed is how
+-- many audit entries the cap dropped before their age (auditDone below).
 
 local found = {}
 
@@ -29,8 +30,10 @@ local function publish(op, value, extra)
   end
 end
 
+local auditDone -- below, with the audit
+
 local function reply(status, value)
-  return {status, value, found}
+  return {status, value, found, auditDone()}
 end
 
 -- person is a {"oid","name"} JSON object of two strings encoded by cjson, or null
@@ -41,6 +44,12 @@ local function person(oid, name)
   return '{"oid":' .. cjson.encode(oid) .. ',"name":' .. cjson.encode(name) .. '}'
 end
 
+-- whose is the {"oid","name"} JSON of the holder of the lock d (decoded), or null.
+local function whose(d)
+  if type(d) ~= 'table' then return 'null' end
+  return person(d['holderOid'], d['holderName'])
+end
+
 -- The audit stream (PROTOCOL.md §10), KEYS[6]: lockaudit:{tenant}, a Redis Stream
 -- with one entry per Acquired, Released, TakenOver, Expired and force release (never
 -- Renewed), added in the same atomic step as the change, so the record and the change
@@ -49,35 +58,79 @@ end
 -- passes KEYS[6] passes five more arguments at the position its script's header names
 -- (auditing below):
 --   ARGV[a]    the entry's at: RFC 3339, UTC, ms
---   ARGV[a+1]  the cap: XADD MAXLEN ~ (about the newest this many entries are kept)
+--   ARGV[a+1]  the cap: the most entries the stream keeps (exactly: XTRIM MAXLEN)
 --   ARGV[a+2]  the actor's oid (who causes the script's own change), or "" for none
 --   ARGV[a+3]  the actor's name
 --   ARGV[a+4]  the reason of the script's own change (claim, release, decision, ...)
--- An entry's fields: op, entityType, entityUid, holder and actor ({"oid","name"}
--- JSON, or null), reason, at. Changes of other writers (catchup, the sweep) are
--- recorded with actor null and reason foreign; leases that ran out with reason expiry.
+-- and one more after the share block (added after it, so that no argument moved):
+--   ARGV[r]    the retention, ms: entries whose stream id is older than now (ARGV[5])
+--              minus this are dropped (XTRIM MINID), and the stream expires this long
+--              after its newest entry (PEXPIRE); optional: none dropped by age
+-- An entry's fields: op, entityType, entityUid, holder, previous (TakenOver and
+-- ForceReleased only: whose lock it was), actor ({"oid","name"} JSON, or null), reason,
+-- at. Changes of other writers (catchup, the sweep) are recorded with actor null and
+-- reason foreign; leases that ran out with reason expiry.
+-- Trimming is exact, as PROTOCOL.md §10 says "never holds more than": by age before the
+-- script's first entry is added (so a caller's clock far ahead never drops an entry it
+-- writes), then by count once the script has added its last (auditDone, which reply
+-- calls), so a script recording many entries (a sweep) trims twice, not per entry. What
+-- the count drops is then younger than the retention: the trail was too small to keep
+-- it as long as promised. The script answers how many (trimmed) and Go warns. An exact
+-- trim frees whole macro nodes and marks entries deleted in at most one more
+-- (stream-node-max-entries, 100 by default), so its cost stays bounded: after a long
+-- silence a trim by age frees whole nodes at once.
 -- Only a script that calls auditing records: one that does not (a script of another
 -- concept sharing this prelude) may use KEYS[6] for a key of its own.
 local audit = nil
-local auditAt, auditCap, actor, why = '', '10000', 'null', ''
+local auditAt, auditMax, auditKeep, actor, why = '', '100000', nil, 'null', ''
 
-local function auditing(a)
+local function auditing(a, r)
   audit = KEYS[6]
   if not audit then return end
-  auditAt, auditCap = ARGV[a], ARGV[a + 1]
+  auditAt, auditMax = ARGV[a], ARGV[a + 1]
   actor = person(ARGV[a + 2], ARGV[a + 3])
   why = ARGV[a + 4] or ''
+  if ARGV[r] then auditKeep = tonumber(ARGV[r]) end
 end
 
--- record adds the entry of op on the lock key k, whose value (the holder's) is v.
-local function record(op, k, v, reason, by)
+local recorded = false -- an entry was added since the last auditDone
+
+-- record adds the entry of op on the lock key k, whose value (the holder's) is v;
+-- prev, for TakenOver and ForceReleased, is whose lock it was (whose).
+local function record(op, k, v, reason, by, prev)
   if not audit then return end
+  if auditKeep and not recorded then
+    local oldest = math.max(tonumber(ARGV[5]) - auditKeep, 0)
+    redis.call('XTRIM', audit, 'MINID', string.format('%.0f', oldest))
+  end
+  recorded = true
   local typ, uid = string.match(k, '^lock:{[^}]*}:([^:]+):(.+)$')
   local ok, d = pcall(cjson.decode, v)
   local holder = 'null'
-  if ok and type(d) == 'table' then holder = person(d['holderOid'], d['holderName']) end
-  redis.call('XADD', audit, 'MAXLEN', '~', auditCap, '*', 'op', op, 'entityType', typ or '',
-    'entityUid', uid or '', 'holder', holder, 'actor', by, 'reason', reason, 'at', auditAt)
+  if ok and type(d) == 'table' then holder = whose(d) end
+  local fields = {'op', op, 'entityType', typ or '', 'entityUid', uid or '', 'holder', holder}
+  if prev then
+    fields[#fields + 1] = 'previous'
+    fields[#fields + 1] = prev
+  end
+  fields[#fields + 1] = 'actor'
+  fields[#fields + 1] = by
+  fields[#fields + 1] = 'reason'
+  fields[#fields + 1] = reason
+  fields[#fields + 1] = 'at'
+  fields[#fields + 1] = auditAt
+  redis.call('XADD', audit, '*', unpack(fields))
+end
+
+-- auditDone ends what the script recorded: it drops the oldest entries beyond the cap
+-- and answers how many, and gives the stream the retention as its TTL, so a tenant
+-- that changes nothing more loses its whole trail when its newest entry is too old.
+function auditDone()
+  if not recorded then return 0 end
+  recorded = false
+  local n = redis.call('XTRIM', audit, 'MAXLEN', auditMax)
+  if auditKeep then redis.call('PEXPIRE', audit, string.format('%.0f', auditKeep)) end
+  return n
 end
 
 -- decode returns the stored value's decoded table, or nil when it is not a lock
@@ -300,13 +353,13 @@ end
 
 -- announceFound announces a change nobody announced on lock key k and records it: a
 -- lease run out (expiry) or another writer's change (foreign), caused by no actor
--- lockhub knows.
-local function announceFound(op, k, v, extra)
+-- lockhub knows. prev is whose lock it was, for TakenOver.
+local function announceFound(op, k, v, extra, prev)
   announce(op, v, extra)
   if op == 'Expired' then
     record(op, k, v, 'expiry', 'null')
   elseif op ~= 'Renewed' then
-    record(op, k, v, 'foreign', 'null')
+    record(op, k, v, 'foreign', 'null', prev)
   end
 end
 
@@ -328,7 +381,7 @@ local function changed(k, v, c, idx, vals, score)
   if was ~= nil and was['holderOid'] == is['holderOid'] then
     announceFound('Renewed', k, v)
   else
-    announceFound('TakenOver', k, v, previous(was))
+    announceFound('TakenOver', k, v, previous(was), whose(was))
   end
 end
 

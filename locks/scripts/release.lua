@@ -16,8 +16,9 @@
 --          Released entry's reason is release, or decision (approve, reject)
 -- ARGV[14..19] the share block: tenant tag, lockable types, locks per person, locks per
 --          tenant, changes a second, burst (prelude.lua); optional
+-- ARGV[20] the audit's retention, ms (prelude.lua); optional
 --
--- Returns {status, value, found}, status one of (releaseReply in scripts.go):
+-- Returns {status, value, found, trimmed}, status one of (releaseReply in scripts.go):
 --   "released"  dropped, published Released; value = the value that was stored
 --   "kept"      the socket let go, but another socket of the holder keeps the lock;
 --               nothing published; value = the stored value
@@ -25,7 +26,7 @@
 --   "rateLimited"  it would be dropped, but the caller made as many changes as the
 --               share allows; nothing written (the socket keeps its share); value = ms
 --               until the next is allowed
-auditing(9)
+auditing(9, 20)
 sharing(14)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])

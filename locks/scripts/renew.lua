@@ -23,13 +23,14 @@
 -- ARGV[19..24] the share block: tenant tag, lockable types, locks per person, locks per
 --          tenant, changes a second, burst (prelude.lua); optional
 --          (a renewal is never refused: it only keeps the person's index)
+-- ARGV[25] the audit's retention, ms (prelude.lua); optional
 --
--- Returns {status, value, found}, status one of (renewReply in scripts.go):
+-- Returns {status, value, found, trimmed}, status one of (renewReply in scripts.go):
 --   "renewed"  published Renewed; value = ARGV[9]
 --   "lost"     gone (value nil) or someone else's (value = the stored value)
 --   "raced"    still the caller's but changed since Go read it (another tab renewed);
 --              value = the stored value; Go retries with it
-auditing(14)
+auditing(14, 25)
 sharing(19)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])

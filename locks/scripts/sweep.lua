@@ -6,16 +6,16 @@
 -- ZREM), so the seen set (KEYS[5], a sorted set: lock key -> the index score lockhub
 -- last knew, kept in step with the values hash by every script, see prelude.lua) says
 -- which locks may have changed without reading them. A call looks at windows of at
--- most ARGV[24] members (PROTOCOL.md §4: no command holds Redis for long, however big
+-- most ARGV[25] members (PROTOCOL.md §4: no command holds Redis for long, however big
 -- the type): the members whose score is due (not later than now + 1 s: the lease may
 -- have run out without any writer touching the index), a window of the index by rank
 -- whose scores it looks up in the seen set, and a window of the seen set whose members
--- it looks up in the index. The windows move on at each call from a cursor (ARGV[25]);
+-- it looks up in the index. The windows move on at each call from a cursor (ARGV[26]);
 -- the caller calls again at once while the reply says more, until they come round.
 -- It reads a lock key and its copy only for a candidate: a due member, a member whose
 -- score differs from its seen score or is not seen, or a seen key no longer in the
 -- index. Each candidate goes through the full comparison (changed, gone, a foreign
--- expiry), as every member did before the seen set. At most an eighth of ARGV[24]
+-- expiry), as every member did before the seen set. At most an eighth of ARGV[25]
 -- candidates a call: with more, the cursor stays, and the next call finds the rest.
 --
 -- What it does not see at once: a change that leaves the index score as it was (not
@@ -55,22 +55,24 @@
 -- ARGV[18..23] the share block: tenant tag, lockable types, locks per person, locks per
 --          tenant, changes a second, burst (prelude.lua); optional
 --          (a sweep refuses nothing: it keeps the persons' indexes of what it finds)
--- ARGV[24] the width of a window, eight times the most candidates one call compares
+-- ARGV[24] the audit's retention, ms (prelude.lua); optional
+-- ARGV[25] the width of a window, eight times the most candidates one call compares
 --          ("0" or none: the whole type in one call)
--- ARGV[25] the cursor key  locksweepat:{tenant}:type  (string "<index rank> <seen rank>
+-- ARGV[26] the cursor key  locksweepat:{tenant}:type  (string "<index rank> <seen rank>
 --          <HSCAN cursor>": where the next call's windows start, absent at the start; in
 --          the tenant's slot)
 --
--- Returns {found, {}, more}:
+-- Returns {found, {}, more, trimmed}:
 --   found   the ops announced, one per event published
 --   {}      (where the live locks' values were, when sweeps also listed)
 --   more    1 when the windows have not come round yet or candidates were left: the
 --           caller calls again at once, else 0
+--   trimmed audit entries the cap dropped before their age (prelude.lua, auditDone)
 
-auditing(13)
+auditing(13, 24)
 sharing(18)
 if tonumber(ARGV[11]) > 0 then
-  if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[11]) then return {found, {}, 0} end
+  if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[11]) then return {found, {}, 0, auditDone()} end
 end
 if ARGV[1] ~= '' then
   redis.call('HSET', KEYS[4], 'command', ARGV[1], 'channel', ARGV[2])
@@ -93,12 +95,12 @@ end
 
 local now = tonumber(ARGV[5])
 local due = now + 1000 -- ended()'s second of clock skew
-local width = tonumber(ARGV[24] or '0') or 0
+local width = tonumber(ARGV[25] or '0') or 0
 if width <= 0 then width = 1000000000 end -- no window: the whole type in one call
 
 -- The windows of this call: from the cursor (index rank, seen rank, HSCAN cursor of the
--- values hash), kept in ARGV[25] from one call to the next.
-local ri, rs, hc = string.match(redis.call('GET', ARGV[25]) or '', '^(%d+) (%d+) (%d+)$')
+-- values hash), kept in ARGV[26] from one call to the next.
+local ri, rs, hc = string.match(redis.call('GET', ARGV[26]) or '', '^(%d+) (%d+) (%d+)$')
 ri, rs, hc = tonumber(ri) or 0, tonumber(rs) or 0, hc or '0'
 local full = redis.call('HLEN', KEYS[2]) ~= redis.call('ZCARD', seen) -- out of step
 
@@ -258,8 +260,8 @@ if #found > 0 or wrote or redis.call('PTTL', KEYS[1]) < 0 then
 end
 if truncated then -- the same windows again next call
 elseif cursor == '0 0 0' then
-  redis.call('DEL', ARGV[25]) -- come round: the next call starts at the start anyway
+  redis.call('DEL', ARGV[26]) -- come round: the next call starts at the start anyway
 else
-  redis.call('SET', ARGV[25], cursor, 'PX', 600000)
+  redis.call('SET', ARGV[26], cursor, 'PX', 600000)
 end
-return {found, {}, more}
+return {found, {}, more, auditDone()}

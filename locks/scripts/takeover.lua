@@ -17,10 +17,12 @@
 -- ARGV[12] id of the socket taking over, or "" (HTTP)
 -- ARGV[13..17] the audit entry: at, cap, actor oid, actor name, reason (prelude.lua); the
 --          Acquired or TakenOver entry's reason is takeover, its holder the caller
+--          (a TakenOver's previous: whose lock it was)
 -- ARGV[18..23] the share block: tenant tag, lockable types, locks per person, locks per
 --          tenant, changes a second, burst (prelude.lua); optional
+-- ARGV[24] the audit's retention, ms (prelude.lua); optional
 --
--- Returns {status, value, found}, status one of (takeoverReply in scripts.go):
+-- Returns {status, value, found, trimmed}, status one of (takeoverReply in scripts.go):
 --   "takenOver"  someone else held it and now the caller does, published TakenOver;
 --                value = the previous value
 --   "acquired"   it was free and is now the caller's, published Acquired; value nil
@@ -30,7 +32,7 @@
 --                share allows; nothing written; value = the setting
 --   "rateLimited"  the caller made as many changes as the share allows; nothing
 --                written; value = ms until the next is allowed
-auditing(13)
+auditing(13, 24)
 sharing(18)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
@@ -54,5 +56,5 @@ if not v then
   return reply('acquired', false)
 end
 publish('TakenOver', ARGV[8], previous(prev))
-record('TakenOver', KEYS[1], ARGV[8], why, actor)
+record('TakenOver', KEYS[1], ARGV[8], why, actor, whose(prev))
 return reply('takenOver', v)

@@ -79,4 +79,15 @@ func TestLockConsole(t *testing.T) {
 	if eval[bool](t, pAda, `lockhubDemo.client.held().some((l) => l.entityUid === 'r-1001')`) {
 		t.Error("Ada's client holds r-1001 again after the force release")
 	}
+
+	// Margaret takes Grace's r-1002 over: its history says whose lock it was
+	// (previous, PROTOCOL.md §10 version 3) and who took it.
+	pMargaret := openAs(t, t, browser, hub, margaret)
+	if out := eval[string](t, pMargaret, `lockhubDemo.client.request({type: 'takeover', entityType: 'ApprovalRequest', entityUid: 'r-1002'}).then((r) => r.outcome, (e) => e.code)`); out != "takenOver" {
+		t.Fatalf("Margaret's takeover of r-1002: %s", out)
+	}
+	waitFor(t, pBarbara, "r-1002 Margaret's in the console", consoleRow("r-1002")+`?.textContent.includes('Margaret Hamilton')`, 5*time.Second, consoleDiag)
+	eval[bool](t, pBarbara, `(`+consoleRow("r-1002")+`.querySelector('[data-testid="console-history"]').click(), true)`)
+	waitFor(t, pBarbara, "r-1002's history names Grace as whose lock was taken over", `[...document.querySelectorAll('[data-testid="console-entry"]')].map((e) => e.dataset.op + '/' + e.dataset.reason).join() === 'TakenOver/takeover,Acquired/claim' && `+
+		`document.querySelector('[data-testid="console-entry"]').textContent.includes("Grace Hopper's lock taken over by Margaret Hamilton")`, 5*time.Second, consoleDiag)
 }

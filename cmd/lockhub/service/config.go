@@ -29,7 +29,7 @@ type Config struct {
 	// JWKS checks production tokens; URL empty means development tokens. Its Claims
 	// are the claim names of either.
 	JWKS     auth.JWKSConfig
-	Store    locks.Config // Lease
+	Store    locks.Config // Lease, fair share, audit retention
 	Hub      hub.Config   // ReleaseGrace, RenewEvery, Roles, AllowedOrigins, socket limits, heartbeat
 	LogLevel slog.Level
 	// Dev asks for development mode (PROTOCOL.md §6): tokens from POST /dev/token.
@@ -105,6 +105,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Store.MaxLocksPerPerson, locks.SettingLocksPerPerson, locks.DefaultMaxLocksPerPerson, "live locks one person may hold, counted in Redis across sockets, HTTP and instances; a claim beyond answers too_many_locks")
 	fs.IntVar(&c.Store.MaxLocksPerTenant, locks.SettingLocksPerTenant, locks.DefaultMaxLocksPerTenant, "live locks a tenant may hold, other programs' locks counted (never refused); a claim beyond answers too_many_locks")
 	fs.Float64Var(&c.Store.MaxChangesPerPerson, locks.SettingChangesPerPerson, locks.DefaultMaxChangesPerPerson, "claims, takeovers and releases one person may make a second across instances (bursts of 200); beyond answers rate_limited")
+	fs.DurationVar(&c.Store.AuditRetention, locks.SettingAuditRetention, locks.DefaultAuditRetention, "how long a tenant's audit trail keeps an entry; older ones are dropped as new ones are added")
+	fs.IntVar(&c.Store.AuditMaxEntries, locks.SettingAuditMaxEntries, locks.DefaultAuditMaxEntries, "the most entries a tenant's audit trail holds, the oldest dropped first; dropping one younger than --audit-retention warns")
 	fs.DurationVar(&c.Hub.PingEvery, "ping-every", hub.DefaultPingEvery, "how often the hub Pings each socket; one without a Pong 10s later is cut")
 	fs.DurationVar(&c.Hub.ViewTTL, "presence-ttl", hub.DefaultViewTTL, "how long a socket's view of an entity lasts in Redis unless refreshed (every third of it): a dead instance's viewers go within about 4/3 of it")
 	fs.DurationVar(&c.Hub.InstanceTimeout, "instance-timeout", hub.DefaultInstanceTimeout, "an instance that has not refreshed its liveness record in this long is dead: the others release its sockets' locks after --release-grace")

@@ -30,6 +30,7 @@ import { formatClock, formatRemaining, parseTime } from './format.js';
  * @property {string} entityType
  * @property {string} entityUid
  * @property {Holder|null} holder
+ * @property {Holder|null} [previous]  TakenOver and ForceReleased: whose lock it was (version 3)
  * @property {Holder|null} actor
  * @property {string} reason  claim, release, takeover, expiry, disconnect, decision, admin, foreign
  * @property {string} at
@@ -314,9 +315,12 @@ export class LockConsole {
     li.dataset.reason = e.reason;
     const when = el('time', 'lockhub-console-when', new Date(parseTime(e.at)).toLocaleString());
     when.setAttribute('datetime', e.at);
-    const who = e.holder ? `${e.holder.name}'s lock` : 'A lock';
-    let text = `${who} ${OP_TEXT[e.op] || e.op}`;
-    if (e.actor && (!e.holder || e.actor.oid !== e.holder.oid)) text += ` by ${e.actor.name}`;
+    // A takeover's holder is who took it: the lock was its previous holder's.
+    const taken = e.op === 'TakenOver' && e.previous;
+    const owner = taken ? e.previous : e.holder;
+    const by = taken ? e.holder : e.actor;
+    let text = `${owner ? `${owner.name}'s lock` : 'A lock'} ${OP_TEXT[e.op] || e.op}`;
+    if (by && (!owner || by.oid !== owner.oid)) text += ` by ${by.name}`;
     text += ` (${e.reason})`;
     li.append(when, ' ', el('span', '', text));
     return li;
