@@ -36,8 +36,8 @@ import (
 // wg, the writer and the closer through out.wait.
 //
 // Everything the socket sends goes through out, which has a lock of its own: conn.mu
-// is never held while out is called, nor out's lock while conn.mu is taken (out calls
-// back only probe, with its lock released).
+// is never held while out's lock is taken, nor the other way round (out.closing and
+// out.writesDone take no lock, and out calls nothing of conn's).
 type conn struct {
 	h       *Hub
 	ws      *websocket.Conn
@@ -66,12 +66,10 @@ type conn struct {
 	room     sync.Cond      // on mu: the inbox has room again
 	finished bool           // guarded by mu; run is joining: start no goroutine
 	wg       sync.WaitGroup // handler, heartbeat; Add under mu while !finished
-	// The heartbeat, also a probe of reading (see probe): all guarded by mu.
+	// The heartbeat, also a check of reading (see heartbeat): all guarded by mu.
 	pinging  bool      // a Ping waits for its Pong
-	probing  bool      // pingAt is set early, for a probe
-	unread   bool      // frames were written since the last Pong: the client has data to read
-	late     bool      // of them, some were written after the waiting Ping
 	lastPong time.Time // when the last Pong came (or the socket opened)
+	read     uint64    // batches the client has read: out.writesDone before the Ping of the last Pong
 	// closeAt closes the socket with 4408 unless auth comes first, then with 4401 when
 	// the token runs out, TokenLeeway included (a wall-clock time then: the token's).
 	closeAt time.Time // guarded by mu
@@ -97,7 +95,6 @@ func newConn(h *Hub, ws *websocket.Conn, nc net.Conn, frames *frameWriter) *conn
 	c := &conn{h: h, ws: ws, netConn: nc, id: "c-" + rand.Text()}
 	c.room.L = &c.mu
 	c.out.ws, c.out.nc, c.out.frames, c.out.cfg = ws, nc, frames, &h.send
-	c.out.written = c.probe
 	return c
 }
 
@@ -164,42 +161,43 @@ func (c *conn) teardown() {
 }
 
 // heartbeat pings the client (PROTOCOL.md §4, "Heartbeat") on a goroutine joined by
-// run: a Pong within PongTimeout schedules the next Ping. Without one, a client that
-// had frames to read (written since its last Pong) has stopped reading, and
-// is closed as too slow a reader, 4429, its close frame queued behind what it has not
-// read; one that had nothing to read is a dead peer, cut without a close handshake (a
-// peer that does not answer a Ping does not answer a Close either). Either way its
-// locks follow the release grace. Run by onTimer.
+// run: a Pong within PongTimeout schedules the next Ping, PingEvery later. Without
+// one, a client that had frames to read (batches written since the Ping of its last
+// Pong, see out.writesDone) has stopped reading, and is closed as too slow a reader,
+// 4429, its close frame queued behind what it has not read; one that had nothing to
+// read is a dead peer, cut without a close handshake (a peer that does not answer a
+// Ping does not answer a Close either). Either way its locks follow the release
+// grace. Run by onTimer.
+//
+// So a client that stops reading is found by the next heartbeat, within PingEvery +
+// PongTimeout of its last Pong (35 s by default), however much the kernels buffer,
+// and before that only if its queue overflows or a write times out. The writes cost
+// the heartbeat a count and nothing more: no Ping, timer or wake-up follows a frame
+// written, so a fan-out to many sockets is not followed by as many Pings (issue 26).
 func (c *conn) heartbeat() {
 	c.mu.Lock()
 	if c.out.closing() || c.finished || c.pinging {
 		c.mu.Unlock()
 		return
 	}
-	c.pinging, c.probing, c.late = true, false, false
+	c.pinging = true
 	c.wg.Add(1)
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
+		// Batches written before the Ping are in the connection before it (frameWriter
+		// keeps the order): its Pong says they were read.
+		before := c.out.writesDone()
 		ctx, cancel := context.WithTimeout(c.h.ctx, c.h.cfg.PongTimeout)
 		defer cancel()
 		err := c.ws.Ping(ctx) // the reader reads the Pong
 		c.mu.Lock()
 		c.pinging = false
-		unread, late := c.unread, c.late
 		if err == nil {
-			// The Pong came after everything written before the Ping: read. What was
-			// written after it is checked by the next probe.
-			// Both under one hold of mu: a probe armed between them (a write right
-			// after the Pong) would have its Ping put off by PingEvery, and a reader
-			// that stalled then would be cut that much later.
-			c.lastPong, c.unread = time.Now(), late
-			if late {
-				c.armProbeLocked()
-			} else {
-				c.pingAtLocked(c.lastPong.Add(c.h.cfg.PingEvery))
-			}
+			c.lastPong, c.read = time.Now(), before
+			c.pingAtLocked(c.lastPong.Add(c.h.cfg.PingEvery))
 		}
+		unread := c.out.writesDone() > c.read
 		c.mu.Unlock()
 		if errors.Is(err, context.DeadlineExceeded) && !c.out.closing() {
 			c.h.met.limits.WithLabelValues(limitPong).Inc()
@@ -229,37 +227,6 @@ func (c *conn) heartbeat() {
 // closeFrameGrace is how long a socket that stopped reading has for its close frame to
 // be written, before it is cut.
 const closeFrameGrace = time.Second
-
-// probeGap is how soon after the last Pong written frames are followed by a probe:
-// a fifth of PongTimeout (2 s by default).
-func (c *conn) probeGap() time.Duration { return c.h.cfg.PongTimeout / 5 }
-
-// probe follows written frames with a Ping, unless one is on its way or armed, at most
-// one probeGap after the last Pong: a client that stopped reading answers no Ping,
-// however much the kernels buffer, so it is found within probeGap + PongTimeout of
-// the first frame it left unread (about 12 s by default), not when the buffers fill.
-// Called by the writer after each batch (sender.written).
-func (c *conn) probe() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.out.closing() || c.finished {
-		return
-	}
-	c.unread = true
-	if c.pinging {
-		c.late = true
-		return
-	}
-	c.armProbeLocked()
-}
-
-func (c *conn) armProbeLocked() {
-	if c.probing {
-		return
-	}
-	c.probing = true
-	c.pingAtLocked(c.lastPong.Add(c.probeGap()))
-}
 
 // pingAtLocked starts the next heartbeat at t (now, if t has passed).
 func (c *conn) pingAtLocked(t time.Time) {

@@ -61,25 +61,28 @@ import (
 //
 // mu is never held across a network write, nor while another lock is taken: a
 // sender's callers hold no lock of the socket's (conn.mu) when they call it, or hold
-// the hub's read lock only (the feed), and it calls out (written, the metrics) with
+// the hub's read lock only (the feed), and it calls out (the metrics) with
 // mu released. The one lock held across a write is frameWriter's, by release, so that
 // the close frame (and a Pong) waits behind the frames held before it and never
 // overtakes them (RFC 6455 §5.5.1).
 //
 // The heartbeat is not the sender's but the socket's (conn.heartbeat): it is timed by
 // the socket's one timer, with its auth and token deadlines, under conn.mu. Its Ping
-// goes through ws like the Pongs, behind what frameWriter holds; it hears of the
-// sender's writes through written, and closes through tooSlow.
+// goes through ws like the Pongs, behind what frameWriter holds; it reads the count of
+// the sender's writes (writesDone), and closes through tooSlow.
 type sender struct {
 	// Set by newConn, read-only after.
-	ws      *websocket.Conn
-	nc      net.Conn     // the hijacked connection, for write deadlines; nil when there is none
-	frames  *frameWriter // under ws's write buffer (hijack.go); nil without nc
-	cfg     *senderConfig
-	written func() // called after each batch written (the heartbeat's probe); nil: none
+	ws     *websocket.Conn
+	nc     net.Conn     // the hijacked connection, for write deadlines; nil when there is none
+	frames *frameWriter // under ws's write buffer (hijack.go); nil without nc
+	cfg    *senderConfig
 
 	// shut is code != 0, for the writer's check between frames without mu.
 	shut atomic.Bool
+	// writes counts the batches written, for the heartbeat: a client that does not
+	// answer its Ping had frames to read if the count grew since the Ping it last
+	// answered.
+	writes atomic.Uint64
 
 	mu sync.Mutex
 	// Guarded by mu.
@@ -351,6 +354,9 @@ func (s *sender) stop() websocket.StatusCode {
 	s.queue, s.pending, s.presented = nil, nil, nil
 	return s.code
 }
+
+// writesDone returns how many batches were written.
+func (s *sender) writesDone() uint64 { return s.writes.Load() }
 
 // wait joins the writer goroutine and the closer, after stop.
 func (s *sender) wait() { s.wg.Wait() }

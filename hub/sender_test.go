@@ -160,6 +160,9 @@ func TestSenderQueueThenWrite(t *testing.T) {
 	p.s.send(answer("a1"))
 	p.read(t, "a1")
 	p.idle(t)
+	if n := p.s.writesDone(); n != 1 {
+		t.Fatalf("%d batches counted written, want 1", n)
+	}
 
 	p.s.beginAnswers()
 	p.s.send(answer("a2"))
@@ -172,6 +175,9 @@ func TestSenderQueueThenWrite(t *testing.T) {
 		t.Fatalf("after writeAnswers: %d queued, writing %v", n, writing)
 	}
 	p.read(t, "a2", "a3")
+	if n := p.s.writesDone(); n != 2 {
+		t.Fatalf("%d batches counted written, want 2: a1, then a2 and a3 together", n)
+	}
 
 	p.s.send(event("e1")) // the handler may be waiting on Redis: not left to it
 	p.read(t, "e1")

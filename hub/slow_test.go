@@ -66,13 +66,15 @@ func TestSlowReader(t *testing.T) {
 }
 
 // TestStalledReader: a watcher that stops reading, while the kernels have room for
-// everything sent to it (default buffers, a few small events), is found by the Ping
-// that follows the frames it left unread, and closed with 4429 within about
-// PongTimeout of them, not when the buffers fill; reading again, it finds the close
-// frame after its events.
+// everything sent to it (default buffers, a few small events), is found by the
+// heartbeat's next Ping, which it does not answer, and closed with 4429 within
+// PingEvery + PongTimeout of its last Pong, not when the buffers fill; reading again,
+// it finds the close frame after its events. With PingEvery half of PongTimeout, that
+// is within 1.5 PongTimeouts of the socket's opening, its last Pong here, and so
+// within 3 of the frame it left unread.
 func TestStalledReader(t *testing.T) {
 	const pongTimeout = 400 * time.Millisecond
-	th, _ := startReal(t, hubOptions{hub: func(c *Config) { c.PongTimeout = pongTimeout }})
+	th, _ := startReal(t, hubOptions{hub: func(c *Config) { c.PingEvery, c.PongTimeout = pongTimeout/2, pongTimeout }})
 	ctx := tctx(t)
 	stalled := dialWatcher(t, th, 0)
 	claimer, _ := th.dial("acme", "u-claimer")

@@ -26,8 +26,8 @@ import (
 func TestAnswersLeaveTogether(t *testing.T) {
 	conns := make(chan *recordedConn, 1)
 	th := startMini(t, hubOptions{
-		// No probe Ping (PongTimeout/5 after the last Pong) among the writes counted.
-		hub: func(c *Config) { c.PongTimeout = time.Hour },
+		// No heartbeat's Ping among the writes counted.
+		hub: func(c *Config) { c.PingEvery = time.Hour },
 		wrap: func(nc net.Conn) net.Conn {
 			rc := &recordedConn{Conn: nc}
 			conns <- rc
