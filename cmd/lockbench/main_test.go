@@ -47,6 +47,10 @@ func TestParseFlags(t *testing.T) {
 		{"foreign, too few entities", []string{"-mode", "foreign", "-redis-url", "redis://127.0.0.1:6390/0", "-entities", "10"}, false},
 		{"foreign, too many hubs", []string{"-mode", "foreign", "-redis-url", "redis://127.0.0.1:6390/0", "-instances", "9"}, false},
 		{"no such mode", []string{"-mode", "fast"}, false},
+		{"share", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0"}, true},
+		{"share without redis", []string{"-mode", "share"}, false},
+		{"share, too many people", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-people", "65"}, false},
+		{"share, too short", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-for", "10ms"}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -201,5 +205,30 @@ func TestLeadingType(t *testing.T) {
 		if got, err := leadingType([]byte(bad)); err == nil {
 			t.Errorf("leadingType(%s) = %q, want an error", bad, got)
 		}
+	}
+}
+
+// TestShareRun: a short -mode share run on a real redis-server: the big tenant's locks
+// written as the .NET API writes them, its people's load, the small tenant's claims,
+// and every figure of the report, read from the server it measured.
+func TestShareRun(t *testing.T) {
+	srv := redistest.StartServer(t)
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut}
+	args := []string{"-mode", "share", "-redis-url", srv.URL(), "-share-locks", "300", "-share-people", "2", "-share-for", "1s", "-timeout", "1m"}
+	if err := m.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	report := out.String()
+	for _, want := range []string{"a tenant of 300 locks and 2 of its people", "slowest command lockhub sent to Redis", "Redis CPU:", "small tenant's claims alone:      p50", "small tenant's claims under load: p50", `"locks":300`} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
+	}
+	if !strings.Contains(report, "watch:") || strings.Contains(report, "watch:0") {
+		t.Errorf("the big tenant's people sent no watch:\n%s", report)
 	}
 }
