@@ -2,9 +2,12 @@ package hub
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -190,5 +193,36 @@ func TestPendingAuthPerIPBelowInstanceCap(t *testing.T) {
 	c, _ = Config{Store: StoreOf(th.store), Verifier: d}.withDefaults()
 	if c.MaxPendingAuthPerIP != DefaultMaxPendingAuthPerIP || c.MaxSocketsPerPerson != DefaultMaxSocketsPerPerson {
 		t.Fatalf("defaults = %d, %d", c.MaxPendingAuthPerIP, c.MaxSocketsPerPerson)
+	}
+}
+
+// TestLimitWarnings: each limit hit is counted; it is logged at WARN at most once per
+// 10 s per limit, naming the setting to raise and the hits since the last warning.
+func TestLimitWarnings(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	var buf redistest.LogBuffer
+	h, err := New(Config{Store: StoreOf(th.store), Verifier: th.dev, Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		h.hitLimit(limitSocketsPerPerson)
+	}
+	h.hitLimit(limitPendingAuthPerIP, slog.String("address", "203.0.113.7"))
+	if n := strings.Count(buf.String(), `"level":"WARN"`); n != 2 {
+		t.Fatalf("%d warnings for two limits hit 4 times, want 2:\n%s", n, buf.String())
+	}
+	for _, want := range []string{"--max-sockets-per-person", "--max-pending-auth-per-ip", `"address":"203.0.113.7"`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the warnings do not name %s:\n%s", want, buf.String())
+		}
+	}
+	// 10 s later, the next hit warns again, with the hits since.
+	h.warned.mu.Lock()
+	h.warned.last[limitSocketsPerPerson] = time.Now().Add(-limitWarnEvery)
+	h.warned.mu.Unlock()
+	h.hitLimit(limitSocketsPerPerson)
+	if n := strings.Count(buf.String(), `"level":"WARN"`); n != 3 || !strings.Contains(buf.String(), `"hits":3`) {
+		t.Fatalf("after 10 s: %d warnings, want 3, the last with the 3 hits since:\n%s", n, buf.String())
 	}
 }
