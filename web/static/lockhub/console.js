@@ -15,7 +15,7 @@
  * @module lockhub/console
  */
 
-import { formatClock, formatRemaining, parseTime } from './format.js';
+import { cleanName, formatClock, formatRemaining, holderNameOf, parseTime } from './format.js';
 
 /** @typedef {import('./protocol.js').Lock} Lock */
 /** @typedef {import('./protocol.js').Holder} Holder */
@@ -223,7 +223,7 @@ export class LockConsole {
     tr.dataset.type = l.entityType;
     const entity = el('td', 'lockhub-console-entity');
     entity.append(el('span', 'lockhub-console-type', l.entityType), ' ', el('strong', '', l.entityUid));
-    const holder = el('td', 'lockhub-holder', l.holderName);
+    const holder = el('td', 'lockhub-holder', holderNameOf(l));
     holder.title = l.holderOid;
     const since = el('td', '', formatClock(l.acquiredAtUtc));
     const exp = el('td', 'lockhub-expiry');
@@ -233,7 +233,7 @@ export class LockConsole {
     const history = button('History', 'console-history');
     history.addEventListener('click', () => void this.showTrail(l.entityType, l.entityUid));
     if (this.#confirming.has(key)) {
-      const ask = el('span', 'lockhub-console-confirm', `Release ${l.holderName}'s lock? Unsaved changes in their form are lost.`);
+      const ask = el('span', 'lockhub-console-confirm', `Release ${holderNameOf(l)}'s lock? Unsaved changes in their form are lost.`);
       ask.dataset.testid = 'console-confirm-text';
       const yes = button('Release', 'console-confirm');
       yes.classList.add('lockhub-console-danger');
@@ -264,7 +264,7 @@ export class LockConsole {
     try {
       const r = await this.#client.request({ type: 'forceRelease', entityType: l.entityType, entityUid: l.entityUid });
       this.#status.textContent = r.outcome === 'released'
-        ? `Released ${r.lock?.holderName ?? l.holderName}'s lock on ${l.entityUid}.`
+        ? `Released ${holderNameOf(r.lock ?? l)}'s lock on ${l.entityUid}.`
         : r.outcome === 'notHeld'
           ? `${l.entityUid} was free already.`
           : `${l.entityUid}: the lock store did not answer; try again.`;
@@ -314,9 +314,9 @@ export class LockConsole {
     li.dataset.reason = e.reason;
     const when = el('time', 'lockhub-console-when', new Date(parseTime(e.at)).toLocaleString());
     when.setAttribute('datetime', e.at);
-    const who = e.holder ? `${e.holder.name}'s lock` : 'A lock';
+    const who = e.holder ? `${cleanName(e.holder.name, e.holder.oid)}'s lock` : 'A lock';
     let text = `${who} ${OP_TEXT[e.op] || e.op}`;
-    if (e.actor && (!e.holder || e.actor.oid !== e.holder.oid)) text += ` by ${e.actor.name}`;
+    if (e.actor && (!e.holder || e.actor.oid !== e.holder.oid)) text += ` by ${cleanName(e.actor.name, e.actor.oid)}`;
     text += ` (${e.reason})`;
     li.append(when, ' ', el('span', '', text));
     return li;
