@@ -236,9 +236,9 @@ func (h *Hub) hitLimit(limit string, attrs ...slog.Attr) {
 	if !due {
 		return
 	}
-	msg := "a socket limit was reached"
+	msg := "a socket limit was reached (PROTOCOL.md §4)"
 	if s, ok := limitSettings[limit]; ok {
-		msg += "; raise --" + s + " if legitimate clients reach it"
+		msg = "a socket limit was reached; raise --" + s + " if legitimate clients reach it"
 	}
 	attrs = append(attrs, slog.String("limit", limit), slog.Int("hits", n), slog.String("metric", "lockhub_hub_limit_hits_total"))
 	h.log.LogAttrs(h.ctx, slog.LevelWarn, msg, attrs...)
