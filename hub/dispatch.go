@@ -46,7 +46,8 @@ func (c *conn) authenticate(typ websocket.MessageType, data []byte) {
 	}
 	if !c.h.admit.authenticated(c, id) {
 		// PROTOCOL.md §4, "Fair share": the error, then 4429. The socket still
-		// counts among those waiting to authenticate until its teardown.
+		// counts among the instance's sockets waiting to authenticate until its
+		// teardown; its address's place was given back.
 		c.h.hitLimit(limitSocketsPerPerson, slog.String("tenant", id.Tenant))
 		c.sendError(req, &protocol.Error{Code: protocol.CodeTooManySockets,
 			Message: fmt.Sprintf("you hold %d sockets on this instance, the most one person may; close one and connect again", c.h.cfg.MaxSocketsPerPerson)})
