@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net"
@@ -23,7 +24,8 @@ import (
 // parts 3 and 6 that are about the binary: the per-person socket cap and HTTP rate
 // (per instance: the other instance still serves the person), the per-address cap
 // behind a trusted proxy, the body deadline of a route that reads no body, the Host
-// check of development mode, and the console's 503 while Redis is down.
+// check of development mode, the idle timeout, and the console's 503 while Redis is
+// down.
 func TestBinaryFairShareAndHardening(t *testing.T) {
 	bin := buildBinary(t)
 	srv := redistest.StartServer(t)
@@ -160,6 +162,35 @@ func TestBinaryFairShareAndHardening(t *testing.T) {
 			}
 			if d := time.Since(start); d < 9*time.Second || d > 20*time.Second {
 				t.Fatalf("closed after %s; the body may take 10 s", d)
+			}
+		})
+
+		t.Run("an idle keep-alive connection is closed after 60 s", func(t *testing.T) {
+			t.Parallel()
+			conn, err := net.Dial("tcp", a.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(conn)
+			res, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			_ = res.Body.Close()
+			idle := time.Now()
+			_ = conn.SetReadDeadline(time.Now().Add(90 * time.Second)) // a hang catcher only
+			_, err = io.Copy(io.Discard, br)
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("an idle connection still open after %s", time.Since(idle).Round(time.Second))
+			}
+			if d := time.Since(idle); d < 55*time.Second || d > 75*time.Second {
+				t.Fatalf("an idle connection closed after %s, want 60 s", d.Round(time.Second))
 			}
 		})
 
