@@ -67,7 +67,7 @@ func TestBinaryFairShareAndHardening(t *testing.T) {
 					t.Fatalf("on the other instance: %v", err)
 				}
 			}
-			if m := call(t, "GET", aURL+"/metrics", "", "").raw; !strings.Contains(m, `lockhub_hub_limit_hits_total{limit="max_sockets_per_person"} 1`) {
+			if m := call(t, "GET", aURL+"/metrics", "", "").raw; !strings.Contains(m, `lockhub_hub_limit_hits_total{limit="max_sockets_per_person"} 1`+"\n") {
 				t.Fatalf("/metrics lacks the refused socket:\n%s", grep(m, "limit_hits"))
 			}
 		})
@@ -138,7 +138,7 @@ func TestBinaryFairShareAndHardening(t *testing.T) {
 			if got := call(t, "GET", bURL+"/api/me/locks", devToken(t, bURL, "u-http"), ""); got.status != 200 {
 				t.Fatalf("the other instance: %d %s", got.status, got.raw)
 			}
-			if m := call(t, "GET", aURL+"/metrics", "", "").raw; !strings.Contains(m, `lockhub_http_limit_hits_total{limit="requests_per_person"} `+strconv.Itoa(limited)) {
+			if m := call(t, "GET", aURL+"/metrics", "", "").raw; !strings.Contains(m, `lockhub_http_limit_hits_total{limit="requests_per_person"} `+strconv.Itoa(limited)+"\n") {
 				t.Fatalf("/metrics does not count %d refusals:\n%s", limited, grep(m, "lockhub_http_limit"))
 			}
 		})
