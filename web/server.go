@@ -317,6 +317,14 @@ func securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
+// Harden wraps h, a handler served beside a Server on an address of its own (the
+// metrics of --metrics-listen), with what every answer of a Server passes through
+// (PROTOCOL.md §5, "Hardening"): the security headers and the body deadline of
+// DefaultBodyTimeout.
+func Harden(h http.Handler) http.Handler {
+	return securityHeaders(bodyDeadline(DefaultBodyTimeout)(h))
+}
+
 // noStore keeps answers about live locks and rows out of every cache.
 func noStore(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -147,6 +147,17 @@ func TestMetricsListen(t *testing.T) {
 	if a.status != 200 || !strings.Contains(a.raw, "lockhub_hub_sockets") {
 		t.Fatalf("/metrics on --metrics-listen: %d %.200s", a.status, a.raw)
 	}
+	// Every answer of that address is hardened too, its 404 included (PROTOCOL.md §5).
+	for _, path := range []string{"/metrics", "/other"} {
+		res, err := http.Get("http://" + r.m.MetricsAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		if res.Header.Get("X-Content-Type-Options") != "nosniff" || res.Header.Get("Content-Security-Policy") == "" {
+			t.Errorf("%s on --metrics-listen: %d without nosniff or the CSP: %v", path, res.StatusCode, res.Header)
+		}
+	}
 }
 
 // TestConnectionLimit: past --max-connections the handshake answers 503 with

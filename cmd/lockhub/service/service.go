@@ -264,7 +264,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", web.MetricsHandler(reg, log))
-		servers, listeners = append(servers, newHTTPServer(mux, log)), append(listeners, mln)
+		servers, listeners = append(servers, newHTTPServer(web.Harden(mux), log)), append(listeners, mln)
 		m.maddr = mln.Addr().String()
 	}
 
