@@ -13,6 +13,7 @@ const (
 	reasonIdentity    = "a refresh may not change the tenant or oid"
 	reasonAuthTimeout = "no auth in time"
 	reasonTooMany     = "too many requests"
+	reasonTooManySock = "too many sockets of this person"
 	reasonTooSlow     = "too slow a reader"
 	reasonShutdown    = "server going away"
 )

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,6 +89,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the hub's metrics. Nil means none are registered.
 	Registerer prometheus.Registerer
+	// Refusals logs refused tokens (PROTOCOL.md §6): give web's Config the same, so
+	// that the count at INFO covers both. Nil means one of the hub's own, on Logger.
+	Refusals *auth.RefusalLog
 
 	// AllowedOrigins is the Origin allow-list of the handshake (see ParseOrigins). The
 	// hub's own origin and requests without Origin are always allowed. Nil means same
@@ -142,6 +146,21 @@ type Config struct {
 	// "max-pending-auth", refused like MaxConnections. Zero means
 	// DefaultMaxPendingAuth.
 	MaxPendingAuth int
+	// MaxPendingAuthPerIP caps the sockets of one client address that have not
+	// authenticated yet: setting "max-pending-auth-per-ip", refused like
+	// MaxConnections. Zero means DefaultMaxPendingAuthPerIP, or half of
+	// MaxPendingAuth when that is smaller. Set, it must be below MaxPendingAuth: at
+	// MaxPendingAuth one address could hold every place.
+	MaxPendingAuthPerIP int
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client address
+	// MaxPendingAuthPerIP counts (setting "trusted-proxies", see ParseTrustedProxies).
+	// Nil means none: the client address is the peer's.
+	TrustedProxies []netip.Prefix
+	// MaxSocketsPerPerson caps the authenticated sockets of one person (tenant and
+	// oid) on this instance: setting "max-sockets-per-person". An auth beyond it
+	// answers too_many_sockets and closes with 4429. Zero means
+	// DefaultMaxSocketsPerPerson.
+	MaxSocketsPerPerson int
 	// MaxLocksPerSocket caps the entities held through one socket at a time: setting
 	// "max-locks-per-socket"; a claim or takeover beyond it answers too_many_locks and
 	// writes nothing. Zero means DefaultMaxLocksPerSocket.
@@ -184,7 +203,10 @@ const (
 	DefaultMaxConnections    = 50000
 	DefaultMaxPendingAuth    = 1000
 	DefaultMaxLocksPerSocket = 100
-	DefaultPingEvery         = 25 * time.Second
+	// Fair share of PROTOCOL.md §4 (version 3).
+	DefaultMaxPendingAuthPerIP = 100
+	DefaultMaxSocketsPerPerson = 20
+	DefaultPingEvery           = 25 * time.Second
 	// DefaultInstanceTimeout: a dead instance's locks go at most 20 s + the grace after
 	// it died (the contract allows the grace + 30 s).
 	DefaultInstanceTimeout = locks.DefaultInstanceTimeout
@@ -230,7 +252,7 @@ func (c Config) withDefaults() (Config, error) {
 			return c, fmt.Errorf("hub: Config.%s must not be negative", f.name)
 		}
 	}
-	for _, s := range []named[int]{{"max-connections", c.MaxConnections}, {"max-pending-auth", c.MaxPendingAuth}, {"max-locks-per-socket", c.MaxLocksPerSocket}} {
+	for _, s := range []named[int]{{"max-connections", c.MaxConnections}, {"max-pending-auth", c.MaxPendingAuth}, {"max-pending-auth-per-ip", c.MaxPendingAuthPerIP}, {"max-sockets-per-person", c.MaxSocketsPerPerson}, {"max-locks-per-socket", c.MaxLocksPerSocket}} {
 		if s.value < 0 {
 			return c, &protocol.SettingError{Setting: s.name, Err: fmt.Errorf("%d must be positive", s.value)}
 		}
@@ -253,6 +275,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Refusals == nil {
+		c.Refusals = auth.NewRefusalLog(c.Logger)
+	}
 	c.Roles = c.Roles.WithDefaults()
 	c.ReleaseGrace = cmp.Or(c.ReleaseGrace, DefaultReleaseGrace)
 	c.RenewEvery = cmp.Or(c.RenewEvery, min(DefaultRenewEvery, lease*2/5))
@@ -266,6 +291,11 @@ func (c Config) withDefaults() (Config, error) {
 	c.SweepInterval = cmp.Or(c.SweepInterval, DefaultSweepInterval)
 	c.MaxConnections = cmp.Or(c.MaxConnections, DefaultMaxConnections)
 	c.MaxPendingAuth = cmp.Or(c.MaxPendingAuth, DefaultMaxPendingAuth)
+	if c.MaxPendingAuthPerIP >= c.MaxPendingAuth {
+		return c, &protocol.SettingError{Setting: "max-pending-auth-per-ip", Err: fmt.Errorf("%d is not below --max-pending-auth (%d): one address could hold every place of the sockets waiting to authenticate", c.MaxPendingAuthPerIP, c.MaxPendingAuth)}
+	}
+	c.MaxPendingAuthPerIP = cmp.Or(c.MaxPendingAuthPerIP, min(DefaultMaxPendingAuthPerIP, max(1, c.MaxPendingAuth/2)))
+	c.MaxSocketsPerPerson = cmp.Or(c.MaxSocketsPerPerson, DefaultMaxSocketsPerPerson)
 	c.MaxLocksPerSocket = cmp.Or(c.MaxLocksPerSocket, DefaultMaxLocksPerSocket)
 	c.PingEvery = cmp.Or(c.PingEvery, DefaultPingEvery)
 	c.PongTimeout = cmp.Or(c.PongTimeout, protocol.PongTimeout)

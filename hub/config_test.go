@@ -42,6 +42,8 @@ func TestConfigFirstErrorIsFixed(t *testing.T) {
 		{"limits", []bad{
 			{"max-connections", func(c *Config) { c.MaxConnections = -1 }},
 			{"max-pending-auth", func(c *Config) { c.MaxPendingAuth = -1 }},
+			{"max-pending-auth-per-ip", func(c *Config) { c.MaxPendingAuthPerIP = -1 }},
+			{"max-sockets-per-person", func(c *Config) { c.MaxSocketsPerPerson = -1 }},
 			{"max-locks-per-socket", func(c *Config) { c.MaxLocksPerSocket = -1 }},
 		}},
 	} {

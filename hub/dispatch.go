@@ -44,6 +44,17 @@ func (c *conn) authenticate(typ websocket.MessageType, data []byte) {
 		c.closeWith(protocol.CloseNotAuthenticated, reasonBadToken)
 		return
 	}
+	if !c.h.admit.authenticated(c, id) {
+		// PROTOCOL.md §4, "Fair share": the error, then 4429. The socket still
+		// counts among the instance's sockets waiting to authenticate until its
+		// teardown; its address's place was given back.
+		c.h.hitLimit(limitSocketsPerPerson, slog.String("tenant", id.Tenant))
+		c.sendError(req, &protocol.Error{Code: protocol.CodeTooManySockets,
+			Message: fmt.Sprintf("you hold %d sockets on this instance, the most one person may; close one and connect again", c.h.cfg.MaxSocketsPerPerson)})
+		c.out.writeAnswers()
+		c.closeWith(protocol.CloseTooMany, reasonTooManySock)
+		return
+	}
 	c.mu.Lock()
 	c.ident, c.authed = id, true
 	c.armExpiryLocked() // with authed: the auth deadline is gone as it stops applying
@@ -63,14 +74,15 @@ func (c *conn) authenticate(typ websocket.MessageType, data []byte) {
 	})
 }
 
-// verify checks a token, counting and logging a refusal.
+// verify checks a token, counting a refusal and logging it (at DEBUG, and a count at
+// INFO now and then: auth.RefusalLog).
 func (c *conn) verify(token string) (auth.Identity, error) {
 	ctx, cancel := context.WithTimeout(c.h.ctx, verifyTimeout)
 	defer cancel()
 	id, err := c.h.cfg.Verifier.Verify(ctx, token)
 	if err != nil {
 		c.h.met.authFailures.Inc()
-		c.h.log.LogAttrs(c.h.ctx, slog.LevelInfo, "socket token refused", slog.String("conn", c.id), slog.String("error", err.Error()))
+		c.h.cfg.Refusals.Refused(c.h.ctx, err, slog.String("transport", "socket"), slog.String("conn", c.id))
 	}
 	return id, err
 }
@@ -225,7 +237,7 @@ func (c *conn) overLockLimit(req protocol.Request, ref locks.Ref) bool {
 	if _, held := c.claimed[ref]; held || len(c.claimed) < c.h.cfg.MaxLocksPerSocket {
 		return false
 	}
-	c.h.met.limits.WithLabelValues(limitLocks).Inc()
+	c.h.hitLimit(limitLocks)
 	c.sendError(req, &protocol.Error{Code: protocol.CodeTooManyLocks,
 		Message: fmt.Sprintf("this connection holds %d locks, the most it may; release one first", c.h.cfg.MaxLocksPerSocket)})
 	return true

@@ -40,6 +40,14 @@
 // the first rate_limited of its spell is closed with 4429 (a spell ends after half of
 // OverRateGrace without rate_limited answers).
 //
+// Admission (admit.go, PROTOCOL.md §4 "Fair share"): a handshake takes a place among
+// the open sockets (MaxConnections), those waiting to authenticate (MaxPendingAuth)
+// and those of its client address waiting (MaxPendingAuthPerIP; the address is the
+// peer's, or X-Forwarded-For's behind TrustedProxies), or is answered 503 with
+// Retry-After; an auth beyond one person's MaxSocketsPerPerson answers
+// too_many_sockets and closes with 4429. Every limit hit is counted in
+// lockhub_hub_limit_hits_total{limit} and warned of at most once per 10 s per limit.
+//
 // Watching a type answers with its snapshot, then streams its events. Events that
 // arrive while the snapshot is read are held and queued after it, so none is lost and
 // none is overtaken by an older snapshot. When the store's feed loses Redis and gets

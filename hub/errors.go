@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -20,6 +21,10 @@ func errorFrame(req protocol.Request, err error) protocol.Error {
 	var ce protocol.ClientError
 	if errors.As(err, &ce) {
 		return protocol.Error{ID: id, HasID: has, Code: ce.ErrorCode(), Message: ce.ClientMessage()}
+	}
+	if errors.Is(err, locks.ErrUnavailable) {
+		// Where "no answer" must not read as an answer (the console's list).
+		return protocol.Error{ID: id, HasID: has, Code: protocol.CodeStoreUnavailable, Message: "the lock store does not answer; try again shortly"}
 	}
 	// The store promises no other error; should one come, the request was not served.
 	return protocol.Error{ID: id, HasID: has, Code: protocol.CodeBadRequest, Message: "request not served"}

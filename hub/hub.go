@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
-	"golang.org/x/time/rate"
 
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
@@ -47,11 +47,12 @@ type Hub struct {
 	connWG   sync.WaitGroup                          // one per connection goroutine; Add under mu while !closing
 	running  atomic.Bool                             // Run was called
 
-	open        atomic.Int64   // sockets reserved or open (MaxConnections)
-	accepted    atomic.Uint64  // sockets accepted since New
-	pendingAuth atomic.Int64   // of them, not yet authenticated (MaxPendingAuth)
-	limitWarn   rate.Sometimes // one warning about a refused handshake per interval
-	resync      chan struct{}  // capacity 1: the feed asks Run for a resync
+	open        atomic.Int64  // sockets reserved or open (MaxConnections)
+	accepted    atomic.Uint64 // sockets accepted since New
+	pendingAuth atomic.Int64  // of them, not yet authenticated (MaxPendingAuth)
+	admit       *admission    // per client address and per person (admit.go)
+	warned      limitWarnings // when each limit was last logged (hitLimit)
+	resync      chan struct{} // capacity 1: the feed asks Run for a resync
 	resyncMu    sync.Mutex
 	resyncAll   bool                       // guarded by resyncMu; a resync of every tenant is asked
 	resyncFor   []func(tenant string) bool // guarded by resyncMu; or of the tenants these name
@@ -72,17 +73,18 @@ func New(cfg Config) (*Hub, error) {
 		return nil, &protocol.SettingError{Setting: "allowed-origins", Err: err}
 	}
 	h := &Hub{
-		cfg:       cfg,
-		store:     cfg.Store,
-		log:       cfg.Logger,
-		met:       newMetrics(cfg.Registerer),
-		origins:   origins,
-		conns:     map[*conn]struct{}{},
-		watchers:  map[watchKey]map[*conn]struct{}{},
-		views:     map[locks.Ref]map[*conn]protocol.Viewer{},
-		resync:    make(chan struct{}, 1),
-		limitWarn: rate.Sometimes{Interval: 10 * time.Second},
-		rel:       newReleaser(),
+		cfg:      cfg,
+		store:    cfg.Store,
+		log:      cfg.Logger,
+		met:      newMetrics(cfg.Registerer),
+		origins:  origins,
+		conns:    map[*conn]struct{}{},
+		watchers: map[watchKey]map[*conn]struct{}{},
+		views:    map[locks.Ref]map[*conn]protocol.Viewer{},
+		resync:   make(chan struct{}, 1),
+		admit:    newAdmission(cfg),
+		warned:   limitWarnings{last: map[string]time.Time{}, hits: map[string]int{}},
+		rel:      newReleaser(),
 	}
 	if h.member, err = newMember(cfg, h.met); err != nil {
 		return nil, err
@@ -119,9 +121,11 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusServiceUnavailable, "shutting_down", "the hub is shutting down; connect to another instance")
 		return
 	}
-	// Reserve a place among the open and the unauthenticated sockets before the
-	// upgrade, so a crowd cannot overshoot either cap (PROTOCOL.md §4, v2).
-	if !h.reserve(w) {
+	// Reserve a place among the open and the unauthenticated sockets, the client
+	// address's included, before the upgrade, so a crowd cannot overshoot any cap
+	// (PROTOCOL.md §4).
+	addr := clientAddr(r, h.cfg.TrustedProxies)
+	if !h.reserve(w, addr) {
 		return
 	}
 	admitted := false
@@ -129,6 +133,7 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !admitted {
 			h.open.Add(-1)
 			h.pendingAuth.Add(-1)
+			h.admit.unpend(addr)
 		}
 	}()
 
@@ -154,7 +159,8 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.conns[c] = struct{}{}
 	h.connWG.Add(1)
 	h.mu.Unlock()
-	admitted = true // the connection gives its places back: authenticated and teardown
+	h.admit.hand(c, addr) // before run: its authentication or teardown gives it back
+	admitted = true       // the connection gives its places back: authenticated and teardown
 	h.met.sockets.Inc()
 	h.accepted.Add(1)
 	go c.run()
@@ -169,9 +175,12 @@ func (h *Hub) Accepted() uint64 { return h.accepted.Load() }
 // the client first.
 const retryAfter = "5"
 
-// reserve takes a place among the open sockets and among those not yet authenticated,
-// or answers 503 with Retry-After and says which limit was hit.
-func (h *Hub) reserve(w http.ResponseWriter) bool {
+// reserve takes a place among the open sockets, among those of addr not yet
+// authenticated and among all those not yet authenticated, or answers 503 with
+// Retry-After and counts the limit that was hit. A refused handshake gives back every
+// place it took: the handshakes one address is refused never hold a place another
+// address could use.
+func (h *Hub) reserve(w http.ResponseWriter, addr netip.Addr) bool {
 	limit := ""
 	switch {
 	case h.open.Add(1) > int64(h.cfg.MaxConnections):
@@ -181,14 +190,20 @@ func (h *Hub) reserve(w http.ResponseWriter) bool {
 		h.pendingAuth.Add(-1)
 		h.open.Add(-1)
 		limit = limitPendingAuth
+	case !h.admit.pend(addr):
+		h.pendingAuth.Add(-1)
+		h.open.Add(-1)
+		limit = limitPendingAuthPerIP
 	default:
 		return true
 	}
-	h.met.limits.WithLabelValues(limit).Inc()
-	h.limitWarn.Do(func() {
-		h.log.LogAttrs(h.ctx, slog.LevelWarn, "WebSocket handshake refused: a socket limit is reached; raise --"+strings.ReplaceAll(limit, "_", "-")+" or add instances",
-			slog.String("limit", limit), slog.String("metric", "lockhub_hub_limit_hits_total"))
-	})
+	if limit == limitPendingAuthPerIP {
+		// The address tells an operator whether a proxy hides its clients (set
+		// --trusted-proxies) or one client crowds the others out.
+		h.hitLimit(limit, slog.String("address", addr.String()))
+	} else {
+		h.hitLimit(limit)
+	}
 	w.Header().Set("Retry-After", retryAfter)
 	httpError(w, http.StatusServiceUnavailable, "too_many_connections", "this instance holds as many sockets as it may; retry shortly or connect to another instance")
 	return false
@@ -320,7 +335,8 @@ func (h *Hub) removeWatcherLocked(key watchKey, c *conn) {
 }
 
 // unregister forgets c entirely: it is no longer a socket of the hub, a watcher nor a
-// viewer.
+// viewer, and no longer counts against its address or person (admit.go). Called by
+// c's teardown, once its handler is joined.
 func (h *Hub) unregister(c *conn, watched []watchKey, viewed []locks.Ref) {
 	h.mu.Lock()
 	delete(h.conns, c)
@@ -331,5 +347,6 @@ func (h *Hub) unregister(c *conn, watched []watchKey, viewed []locks.Ref) {
 		h.removeViewLocked(ref, c)
 	}
 	h.mu.Unlock()
+	h.admit.gone(c, c.authed, c.ident)
 	h.met.sockets.Dec()
 }

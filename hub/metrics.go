@@ -37,12 +37,14 @@ type metrics struct {
 
 // Limits of PROTOCOL.md §4, the label values of lockhub_hub_limit_hits_total.
 const (
-	limitConnections  = "max_connections"
-	limitPendingAuth  = "max_pending_auth"
-	limitLocks        = "max_locks_per_socket"
-	limitPreAuthFrame = "pre_auth_frame"
-	limitPong         = "pong_timeout"
-	limitViews        = "max_views_per_socket"
+	limitConnections      = "max_connections"
+	limitPendingAuth      = "max_pending_auth"
+	limitPendingAuthPerIP = "max_pending_auth_per_ip"
+	limitSocketsPerPerson = "max_sockets_per_person"
+	limitLocks            = "max_locks_per_socket"
+	limitPreAuthFrame     = "pre_auth_frame"
+	limitPong             = "pong_timeout"
+	limitViews            = "max_views_per_socket"
 )
 
 // Slow-reader reasons, the label values of lockhub_hub_slow_disconnects_total.
@@ -90,7 +92,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"why", "outcome"}),
 		limits: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_limit_hits_total",
-			Help: "Limits of PROTOCOL.md §4 reached, by limit: max_connections and max_pending_auth (handshakes refused with 503), max_locks_per_socket (claims answered too_many_locks), max_views_per_socket (views answered too_many_views), pre_auth_frame (1009 before auth), pong_timeout (sockets cut without a Pong).",
+			Help: "Limits of PROTOCOL.md §4 reached, by limit: max_connections, max_pending_auth and max_pending_auth_per_ip (handshakes refused with 503), max_sockets_per_person (auths answered too_many_sockets), max_locks_per_socket (claims answered too_many_locks), max_views_per_socket (views answered too_many_views), pre_auth_frame (1009 before auth), pong_timeout (sockets cut without a Pong).",
 		}, []string{"limit"}),
 		views: f.NewGauge(prometheus.GaugeOpts{
 			Name: "lockhub_hub_views", Help: "Entities viewed by this instance's sockets (PROTOCOL.md §9), counted once per socket.",

@@ -95,7 +95,7 @@ func (c *conn) readEnded(err error) {
 		// coder/websocket has closed the socket with 1009 (SetReadLimit).
 		c.h.met.closed(int(protocol.CloseTooLarge))
 		if !c.authedNow() {
-			c.h.met.limits.WithLabelValues(limitPreAuthFrame).Inc()
+			c.h.hitLimit(limitPreAuthFrame)
 		}
 	case websocket.CloseStatus(err) != -1, c.out.closing():
 		// The client closed, or the hub did: nothing to say.

@@ -48,7 +48,7 @@ func (c *conn) view(req protocol.Request) {
 	v, viewing := c.viewing[ref]
 	if !viewing {
 		if len(c.viewing) >= c.h.cfg.MaxViewsPerSocket {
-			c.h.met.limits.WithLabelValues(limitViews).Inc()
+			c.h.hitLimit(limitViews)
 			c.sendError(req, &protocol.Error{Code: protocol.CodeTooManyViews,
 				Message: fmt.Sprintf("this connection views %d entities, the most it may; unview one first", c.h.cfg.MaxViewsPerSocket)})
 			return

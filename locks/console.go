@@ -11,12 +11,14 @@ import (
 // release. Who may use them (the admin role) is the transports' to check.
 
 // AdminLocks returns every live lock of a tenant, of every lockable type, walking the
-// per-type indexes (never KEYS or SCAN). On fail open it returns no locks.
+// per-type indexes (never KEYS or SCAN). When Redis does not answer it returns
+// ErrUnavailable (logged and counted as failing open): an administrator must not read
+// "no locks" when the truth is unknown (PROTOCOL.md §5, version 3).
 func (s *Console) AdminLocks(ctx context.Context, tenant string) ([]protocol.Lock, error) {
 	if !ValidTenant(tenant) {
 		return nil, &InvalidEntityError{Field: "tenant", Value: tenant}
 	}
-	locks, _ := runOp(ctx, s.core, opAdminLocks, func(ctx context.Context) ([]protocol.Lock, error) {
+	locks, ok := runOp(ctx, s.core, opAdminLocks, func(ctx context.Context) ([]protocol.Lock, error) {
 		var out []protocol.Lock
 		for _, t := range s.reg.Types() {
 			l, err := s.list(ctx, tenant, t)
@@ -27,6 +29,9 @@ func (s *Console) AdminLocks(ctx context.Context, tenant string) ([]protocol.Loc
 		}
 		return out, nil
 	}, listedLabel)
+	if !ok {
+		return nil, ErrUnavailable
+	}
 	return locks, nil
 }
 

@@ -33,6 +33,10 @@ const (
 	// CodeTooManyViews: a view beyond the entities one socket may view at a time
 	// (version 2, §9).
 	CodeTooManyViews ErrorCode = "too_many_views"
+	// CodeTooManySockets: an auth beyond the authenticated sockets one person may
+	// hold on one instance (version 3, §4 "Fair share"); the socket is then closed
+	// with CloseTooMany (4429).
+	CodeTooManySockets ErrorCode = "too_many_sockets"
 )
 
 // Error codes of HTTP answers only (PROTOCOL.md §5); each has its status.

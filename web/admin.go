@@ -57,9 +57,14 @@ func (s *Server) requireAdmin(next http.Handler) http.Handler {
 	})
 }
 
-// adminLocks: GET /api/admin/locks.
+// adminLocks: GET /api/admin/locks. A store that does not answer is 503
+// store_unavailable (PROTOCOL.md §5, version 3): "no locks" would mislead.
 func (s *Server) adminLocks(w http.ResponseWriter, r *http.Request) {
 	ls, err := s.console.AdminLocks(r.Context(), identity(r).Tenant)
+	if errors.Is(err, locks.ErrUnavailable) {
+		s.fail(w, r, Errorf(protocol.CodeStoreUnavailable, "the locks cannot be listed now: the lock store does not answer"))
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -32,15 +32,21 @@ func WithIdentity(ctx context.Context, id auth.Identity) context.Context {
 // wraps with v, the same Verifier as the hub's sockets (PROTOCOL.md §5): without a
 // valid one it answers 401 unauthorized; with one, the handler finds the caller with
 // IdentityFrom. The token is never logged; why it was refused goes to log (nil means
-// slog.Default()) at DEBUG.
+// slog.Default()) at DEBUG, and a count at INFO at most every 10 s (auth.RefusalLog).
 func Authenticate(v auth.Verifier, log *slog.Logger) func(http.Handler) http.Handler {
+	log = cmp.Or(log, slog.Default())
+	return authenticate(v, log, auth.NewRefusalLog(log))
+}
+
+// authenticate is Authenticate logging refusals to refusals, which a Server shares
+// with the hub.
+func authenticate(v auth.Verifier, log *slog.Logger, refusals *auth.RefusalLog) func(http.Handler) http.Handler {
 	if v == nil {
 		panic("web: Authenticate needs a Verifier")
 	}
-	log = cmp.Or(log, slog.Default())
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			id, err := verify(r, v, log)
+			id, err := verify(r, v, refusals)
 			if err != nil {
 				closeUnread(w, r)
 				WriteError(w, r, log, err)
@@ -51,7 +57,7 @@ func Authenticate(v auth.Verifier, log *slog.Logger) func(http.Handler) http.Han
 	}
 }
 
-func verify(r *http.Request, v auth.Verifier, log *slog.Logger) (auth.Identity, error) {
+func verify(r *http.Request, v auth.Verifier, refusals *auth.RefusalLog) (auth.Identity, error) {
 	token, ok := bearer(r.Header.Get("Authorization"))
 	if !ok {
 		return auth.Identity{}, &Error{Code: protocol.CodeUnauthorized, Message: "an Authorization: Bearer <token> header is required"}
@@ -65,8 +71,7 @@ func verify(r *http.Request, v auth.Verifier, log *slog.Logger) (auth.Identity, 
 	if err != nil {
 		// The reason (expired, bad signature, unknown key) goes to the log, not to the
 		// client: PROTOCOL.md §5 "Hardening" names no internals in a 401.
-		log.LogAttrs(r.Context(), slog.LevelDebug, "bearer token refused",
-			slog.String("path", r.URL.Path), slog.String("reason", err.Error()))
+		refusals.Refused(r.Context(), err, slog.String("transport", "http"), slog.String("path", r.URL.Path))
 		return auth.Identity{}, &Error{Code: protocol.CodeUnauthorized, Message: "the bearer token is not valid", Err: err}
 	}
 	return id, nil

@@ -126,3 +126,23 @@ func describeJSON(err error) string {
 	}
 	return "the body is not the JSON object expected"
 }
+
+// bodyDeadline returns middleware that gives the body of every request timeout to
+// arrive from when its headers have (PROTOCOL.md §5, "Hardening (version 3)"): on
+// every route, whether the handler reads the body or not. Without it a route that
+// ignores its body (GET /healthz with a Content-Length and no body) kept the
+// connection open while net/http waited for the body it discards before reusing the
+// connection. net/http sets the next request's own deadlines when it reads its
+// headers, and clears them on a hijack, so the deadline of one request never cuts the
+// next, nor a WebSocket.
+func bodyDeadline(timeout time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Body != nil && r.Body != http.NoBody {
+				// A writer without deadlines (a test recorder) has no connection to hold.
+				_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}

@@ -15,7 +15,13 @@
 // failure. The demo domain's own rows are not a cache: when their store is down the
 // demo answers 503 store_unavailable. A decision on an approval request is a
 // compare-and-set in Redis, so a request never carries two decisions, with or without
-// locks.
+// locks. The lock console's reads are the exception: 503 store_unavailable, since no
+// locks would mislead an administrator.
+//
+// Every answer, /ws's refusals, 404 and 405 included, carries the security headers and
+// holds the body deadline (server.go, body.go); the lock API and the console serve
+// each person RequestRate requests a second (rate.go); in development mode only
+// loopback Hosts are answered (host.go).
 //
 // Concurrency: a Server, and the handler Guard returns, are safe for concurrent use
 // once built. They start no goroutines of their own; every request runs on the

@@ -15,15 +15,21 @@ import (
 // httpMetrics are the Server's Prometheus collectors.
 type httpMetrics struct {
 	duration *prometheus.HistogramVec // method, route, code
+	limits   *prometheus.CounterVec   // limit: limitRequests
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	f := promauto.With(reg)
 	return &httpMetrics{
-		duration: promauto.With(reg).NewHistogramVec(prometheus.HistogramOpts{
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "lockhub_http_request_duration_seconds",
 			Help:    "Duration of HTTP requests by method, route pattern and status code.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"method", "route", "code"}),
+		limits: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_http_limit_hits_total",
+			Help: "Limits of PROTOCOL.md §4 reached over HTTP, by limit: requests_per_person (answered 429 rate_limited).",
+		}, []string{"limit"}),
 	}
 }
 

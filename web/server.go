@@ -74,12 +74,31 @@ type Config struct {
 	Roles auth.Roles
 	// Logger receives request failures and guard warnings. Nil means slog.Default().
 	Logger *slog.Logger
+	// Refusals logs refused bearer tokens (PROTOCOL.md §6): give the hub's Config the
+	// same, so that the count at INFO covers both. Nil means one of the Server's own,
+	// on Logger.
+	Refusals *auth.RefusalLog
 	// Registerer receives the HTTP metrics. Nil means a new registry of the Server's
 	// own, served at /metrics.
 	Registerer prometheus.Registerer
-	// BodyTimeout is how long a request body may take once its headers have arrived.
-	// Zero means DefaultBodyTimeout (PROTOCOL.md §5: 10s).
+	// BodyTimeout is how long a request body may take once its headers have arrived,
+	// on every route (PROTOCOL.md §5, "Hardening"), whether or not the handler reads
+	// it. Zero means DefaultBodyTimeout (10s).
 	BodyTimeout time.Duration
+	// RequestRate and RequestBurst are the requests a second served to one person
+	// over the lock API and the console on this instance, and the burst above that
+	// (PROTOCOL.md §4, "Fair share"); beyond, 429 rate_limited with Retry-After. Zero
+	// means a socket's: protocol.RateLimit (50) and protocol.RateBurst (100).
+	RequestRate  float64
+	RequestBurst int
+	// LocalHosts, when set, serves only requests whose Host is a loopback name or
+	// address, or one of Hosts; others answer 403 forbidden. Development mode sets it
+	// (PROTOCOL.md §6): a page of another site whose DNS name was rebound to
+	// 127.0.0.1 must not get tokens from /dev/token.
+	LocalHosts bool
+	// Hosts are further host names or addresses LocalHosts allows (the --listen
+	// host), without ports.
+	Hosts []string
 	// NoMetrics leaves /metrics out: it is served elsewhere (MetricsHandler on another
 	// address, as --metrics-listen does).
 	NoMetrics bool
@@ -100,8 +119,11 @@ type Server struct {
 	dev         TokenIssuer
 	roles       auth.Roles // with defaults
 	log         *slog.Logger
+	refusals    *auth.RefusalLog
 	app         http.Handler // nil without Config.App
 	bodyTimeout time.Duration
+	hosts       *hostCheck // nil: any Host
+	rates       *requestLimits
 	static      fs.FS
 	met         *httpMetrics
 	mux         *chi.Mux
@@ -126,10 +148,19 @@ func New(cfg Config) (*Server, error) {
 		log:         cfg.Logger,
 		static:      cfg.Static,
 		app:         cfg.App,
-		bodyTimeout: cfg.BodyTimeout,
+		bodyTimeout: cmp.Or(cfg.BodyTimeout, DefaultBodyTimeout),
+	}
+	if cfg.RequestRate < 0 || cfg.RequestBurst < 0 || cfg.BodyTimeout < 0 {
+		return nil, errors.New("web: Config.RequestRate, RequestBurst and BodyTimeout must not be negative")
+	}
+	if cfg.LocalHosts {
+		s.hosts = newHostCheck(cfg.Hosts)
 	}
 	if s.log == nil {
 		s.log = slog.Default()
+	}
+	if s.refusals = cfg.Refusals; s.refusals == nil {
+		s.refusals = auth.NewRefusalLog(s.log)
 	}
 	reg, gat := cfg.Registerer, cfg.Gatherer
 	if reg == nil {
@@ -146,6 +177,7 @@ func New(cfg Config) (*Server, error) {
 		gat = prometheus.NewRegistry()
 	}
 	s.met = newHTTPMetrics(reg)
+	s.rates = newRequestLimits(cfg.RequestRate, cfg.RequestBurst, s.met.limits.WithLabelValues(limitRequests), s.log)
 	var err error
 	if s.static == nil {
 		if s.static, err = fs.Sub(embedded, "static"); err != nil {
@@ -171,10 +203,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.Serve
 func (s *Server) routes(ws http.Handler, metrics http.Handler) {
 	m := chi.NewRouter()
 	s.mux = m
-	// HEAD is answered wherever GET is (RFC 9110 §9.3.2).
+	// What every answer passes through, /ws, 404 and 405 included (PROTOCOL.md §5,
+	// "Hardening (version 3)"): the security headers, the deadline of a body, and in
+	// development mode the Host check. HEAD is answered wherever GET is (RFC 9110
+	// §9.3.2).
+	m.Use(securityHeaders, bodyDeadline(s.bodyTimeout))
+	if s.hosts != nil {
+		m.Use(s.hosts.check)
+	}
 	m.Use(middleware.GetHead)
 	// What every route but /ws passes through, the mounted application included.
-	common := chi.Chain(s.recoverer, s.instrument, securityHeaders)
+	common := chi.Chain(s.recoverer, s.instrument)
 	limitBody := LimitBody(s.bodyTimeout, s.log)
 	if s.app != nil {
 		m.NotFound(common.Handler(s.app).ServeHTTP)
@@ -201,7 +240,8 @@ func (s *Server) routes(ws http.Handler, metrics http.Handler) {
 			r.With(limitBody).Post("/dev/token", s.devToken)
 		}
 		r.Group(func(r chi.Router) {
-			r.Use(noStore, Authenticate(s.verifier, s.log), limitBody) // the token before the body
+			// The token before the body; the rate of its person before either is read.
+			r.Use(noStore, authenticate(s.verifier, s.log, s.refusals), s.rates.limit, limitBody)
 			r.Get("/api/locks/{type}", s.list)
 			r.Get("/api/locks/{type}/{uid}", s.get)
 			r.Post("/api/locks/{type}/{uid}", s.claim)
@@ -262,8 +302,10 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 	"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// securityHeaders sets the headers of PROTOCOL.md §5 "Hardening" on every answer: the
-// CSP and the referrer policy matter on HTML, and cost nothing on JSON.
+// securityHeaders sets the headers of PROTOCOL.md §5 "Hardening" on every answer, a
+// refused WebSocket handshake included: the CSP and the referrer policy matter on
+// HTML, and cost nothing on JSON. It only sets headers, never wraps the writer, so the
+// hub's hijack of /ws is not in its way.
 func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -273,6 +315,14 @@ func securityHeaders(next http.Handler) http.Handler {
 		h.Set("X-Frame-Options", "DENY") // for browsers that predate frame-ancestors
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Harden wraps h, a handler served beside a Server on an address of its own (the
+// metrics of --metrics-listen), with what every answer of a Server passes through
+// (PROTOCOL.md §5, "Hardening"): the security headers and the body deadline of
+// DefaultBodyTimeout.
+func Harden(h http.Handler) http.Handler {
+	return securityHeaders(bodyDeadline(DefaultBodyTimeout)(h))
 }
 
 // noStore keeps answers about live locks and rows out of every cache.

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lockhub/lockhub/cmd/lockhub/service"
+	"github.com/lockhub/lockhub/hub"
 	"github.com/lockhub/lockhub/locks"
 )
 
@@ -48,12 +49,18 @@ func startInproc(ctx context.Context, redisURL, typ string) (*inprocHub, error) 
 func startHub(ctx context.Context, redisURL, typ string, limits bool) (*inprocHub, error) {
 	// --dev: the clients take development tokens from POST /dev/token, which the
 	// service serves on a --redis-url only when told (PROTOCOL.md §5 Hardening).
+	// --max-sockets-per-person, --max-pending-auth-per-ip: the crowd and the watchers
+	// are thousands of sockets of one person from one address, which the fair share
+	// would refuse past 20 (and 100 waiting to authenticate); the instance's own caps
+	// still hold. -mode share keeps them: it measures the fair share.
 	args := []string{"--listen", "127.0.0.1:0", "--lockable", typ, "--log-level", "warn", "--dev"}
 	if !limits {
 		// The claim+release pairs of one person measure what a change costs, the fair
 		// share's count included, not the share itself (PROTOCOL.md §4 would refuse a
 		// person's 201st change within a few seconds).
-		args = append(args, "--max-changes-per-person", strconv.Itoa(benchChangesPerPerson))
+		args = append(args, "--max-changes-per-person", strconv.Itoa(benchChangesPerPerson),
+			"--max-sockets-per-person", strconv.Itoa(hub.DefaultMaxConnections),
+			"--max-pending-auth-per-ip", strconv.Itoa(hub.DefaultMaxPendingAuth-1))
 	}
 	if redisURL != "" {
 		args = append(args, "--redis-url", redisURL)

@@ -173,7 +173,6 @@ func TestJWKSVerify(t *testing.T) {
 		{"RSA key with alg", authtest.Sign(t, gc, jwa.RS256, f.rsa, "rsa-1")},
 		{"EC key without alg (inferred ES256)", authtest.Sign(t, gc, jwa.ES256, f.ec, "ec-1")},
 		{"audience in a list", authtest.Sign(t, gc.With("aud", []string{"other", aud}), jwa.RS256, f.rsa, "rsa-1")},
-		{"single role as a string", authtest.Sign(t, gc.With("roles", "Locks.TakeOver"), jwa.RS256, f.rsa, "rsa-1")},
 		{"expired within the leeway", authtest.Sign(t, gc.With("exp", testNow.Add(-4*time.Second).Unix()), jwa.RS256, f.rsa, "rsa-1")},
 	} {
 		t.Run("good/"+tc.Name, func(t *testing.T) {
@@ -193,6 +192,7 @@ func TestJWKSVerify(t *testing.T) {
 
 	for _, tc := range []struct{ Name, Token string }{
 		{"expired", authtest.Sign(t, gc.With("exp", testNow.Add(-6*time.Second).Unix()), jwa.RS256, f.rsa, "rsa-1")},
+		{"roles as a string, not an array (version 3)", authtest.Sign(t, gc.With("roles", "Locks.TakeOver"), jwa.RS256, f.rsa, "rsa-1")},
 		{"not yet valid", authtest.Sign(t, gc.With("nbf", testNow.Add(time.Minute).Unix()), jwa.RS256, f.rsa, "rsa-1")},
 		{"wrong issuer", authtest.Sign(t, gc.With("iss", "https://evil.example"), jwa.RS256, f.rsa, "rsa-1")},
 		{"wrong audience", authtest.Sign(t, gc.With("aud", "api://other"), jwa.RS256, f.rsa, "rsa-1")},
@@ -384,4 +384,32 @@ func FuzzReadClaims(f *testing.F) {
 			t.Fatalf("tid %q, the payload holds %q", cl.tenant, s)
 		}
 	})
+}
+
+// TestClaimNamesDiffer: the four claim names must differ (PROTOCOL.md §6, version 3);
+// both verifiers refuse names that collide, naming the later setting, before anything
+// is fetched.
+func TestClaimNamesDiffer(t *testing.T) {
+	for _, tc := range []struct {
+		claims ClaimNames
+		want   string
+	}{
+		{ClaimNames{Roles: "name"}, "claim-roles"},
+		{ClaimNames{Name: "oid"}, "claim-name"},
+		{ClaimNames{OID: "tid"}, "claim-oid"},
+		{ClaimNames{Tenant: "x", Roles: "x"}, "claim-roles"},
+	} {
+		_, err := NewDev(DevConfig{Claims: tc.claims})
+		var se *protocol.SettingError
+		if !errors.As(err, &se) || se.Setting != tc.want {
+			t.Errorf("NewDev(%+v) = %v, want a setting error of %s", tc.claims, err, tc.want)
+		}
+		_, err = NewJWKS(context.Background(), JWKSConfig{URL: "http://127.0.0.1:1/keys", Issuer: "i", Audience: "a", Claims: tc.claims})
+		if !errors.As(err, &se) || se.Setting != tc.want {
+			t.Errorf("NewJWKS(%+v) = %v, want a setting error of %s", tc.claims, err, tc.want)
+		}
+	}
+	if _, err := NewDev(DevConfig{Claims: ClaimNames{Tenant: "tenant_id", OID: "sub", Name: "preferred_username", Roles: "groups"}}); err != nil {
+		t.Fatalf("four different names: %v", err)
+	}
 }

@@ -51,6 +51,9 @@ var _ Verifier = (*Dev)(nil)
 
 // NewDev returns a Dev signing with cfg.Key, or with a fresh key.
 func NewDev(cfg DevConfig) (*Dev, error) {
+	if err := cfg.Claims.check(); err != nil {
+		return nil, err
+	}
 	if cfg.TTL < 0 {
 		return nil, errors.New("auth: DevConfig.TTL must not be negative")
 	}

@@ -53,10 +53,30 @@ const (
 )
 
 // ClaimNames names the token claims an Identity is read from. Each zero field means
-// its default: Tenant "tid", OID "oid", Name "name", Roles "roles".
+// its default: Tenant "tid", OID "oid", Name "name", Roles "roles". The four names
+// must differ (PROTOCOL.md §6): one claim read as two would make a display name a
+// role, or an oid a tenant.
 type ClaimNames struct {
 	Tenant, OID, Name, Roles string
 }
+
+// check refuses claim names that are not four different names, naming the setting of
+// the later of two equal ones ("claim-roles" for Roles equal to Name).
+func (c ClaimNames) check() error {
+	c = c.withDefaults()
+	names := [...]named{{"claim-tenant", c.Tenant}, {"claim-oid", c.OID}, {"claim-name", c.Name}, {"claim-roles", c.Roles}}
+	for i, n := range names {
+		for _, earlier := range names[:i] {
+			if n.value == earlier.value {
+				return &protocol.SettingError{Setting: n.setting, Err: fmt.Errorf("%q is also --%s: the four claim names must differ", n.value, earlier.setting)}
+			}
+		}
+	}
+	return nil
+}
+
+// named is a setting and its value.
+type named struct{ setting, value string }
 
 func (c ClaimNames) withDefaults() ClaimNames {
 	return ClaimNames{
@@ -167,7 +187,8 @@ func readClaims(payload []byte, names ClaimNames) (claims, error) {
 		if err != nil {
 			return cl, err
 		}
-		// One value may be read as several claims, if configured names collide.
+		// A standard claim may also be one of lockhub's (claim-oid=sub is common); the
+		// four of lockhub's differ (ClaimNames.check).
 		switch name {
 		case jwt.IssuerKey:
 			var iss string
@@ -207,9 +228,11 @@ func readClaims(payload []byte, names ClaimNames) (claims, error) {
 			cl.name = stringValue(v)
 		}
 		if name == names.Roles && v.Kind() != 'n' { // null: no roles
+			// An array only (PROTOCOL.md §6): a string would let a claim meant for
+			// something else, such as a display name, pass for a role.
 			roles, ok := stringOrStrings(v)
-			if !ok {
-				return cl, fmt.Errorf("claim %q is not a list of roles", name)
+			if !ok || v.Kind() != '[' {
+				return cl, fmt.Errorf("claim %q is not an array of roles", name)
 			}
 			cl.roles = roles
 		}

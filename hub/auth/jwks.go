@@ -128,6 +128,9 @@ var _ Verifier = (*JWKS)(nil)
 // A URL that is not https (but for loopback) is a *protocol.SettingError for
 // "jwks-url".
 func NewJWKS(ctx context.Context, cfg JWKSConfig) (*JWKS, error) {
+	if err := cfg.Claims.check(); err != nil {
+		return nil, err
+	}
 	if err := checkJWKSURL(cfg.URL); err != nil {
 		return nil, &protocol.SettingError{Setting: "jwks-url", Err: err}
 	}

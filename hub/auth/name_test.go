@@ -26,6 +26,14 @@ func TestCleanName(t *testing.T) {
 		{"300 runes cut to 200 runes", long, strings.Repeat("é", 200)},
 		{"removed characters do not count", strings.Repeat("\u202E", 50) + long, strings.Repeat("é", 200)},
 		{"all control", "\x00\u202E\u200D\n", ""},
+		{"line and paragraph separators (Zl, Zp)", "Ada\u2028Love\u2029lace", "AdaLovelace"},
+		{"Hangul fillers only (version 3)", "\u3164\u115F\u1160\uFFA0", ""},
+		{"Hangul filler among letters", "A\u3164da", "Ada"},
+		{"surrounding white space trimmed", " \u00A0\u3000Ada Lovelace\u2003 ", "Ada Lovelace"},
+		{"white space left by removed characters trimmed", "\u202E Ada \u2028", "Ada"},
+		{"inner white space kept", "Ada  Lovelace", "Ada  Lovelace"},
+		{"leading spaces do not count toward the cut", "   " + long, strings.Repeat("é", 200)},
+		{"no trailing space after the cut", strings.Repeat("x", 199) + " y", strings.Repeat("x", 199)},
 		{"empty", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,6 +57,8 @@ func TestIdentityNameCleaned(t *testing.T) {
 		{"bidi override", "Mallory\u202Eeca", "Malloryeca"},
 		{"300 characters", strings.Repeat("x", 300), strings.Repeat("x", 200)},
 		{"all control becomes the oid", "\u202E\u200D\x00\n", "u-ada"},
+		{"filler letters only become the oid", "\u3164\u3164", "u-ada"},
+		{"separators and spaces only become the oid", " \u2028 \u2029 ", "u-ada"},
 		{"empty becomes the oid", "", "u-ada"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/lockhub/lockhub/hub/auth"
 )
 
 // These tests run lockhub.js in real Chromium against a fake hub: a WebSocket server
@@ -482,6 +484,18 @@ func TestClient(t *testing.T) {
 			"clock is HH:MM":           `/^\d\d:\d\d$/.test(lh.formatClock('2026-12-02T09:15:00.000Z'))`,
 			"remaining time":           `lh.formatRemaining(65000) === '1:05' && lh.formatRemaining(-5) === '0:00' && lh.formatRemaining(3723000) === '1:02:03'`,
 			"banner text of the issue": `/^Locked by Ada Lovelace since \d\d:\d\d \(until \d\d:\d\d\)$/.test(lh.lockedByText({holderName: 'Ada Lovelace', acquiredAtUtc: '2026-12-02T09:15:00.123Z', expiresAtUtc: '2026-12-02T09:20:00.123Z'}))`,
+			// PROTOCOL.md §6 version 3: a name the .NET service wrote is shown cleaned.
+			"banner of a filler-only name shows the oid": `/^Locked by u-ada since /.test(lh.lockedByText({holderName: '\u3164\u3164', holderOid: 'u-ada', acquiredAtUtc: '2026-12-02T09:15:00.123Z', expiresAtUtc: '2026-12-02T09:20:00.123Z'}))`,
+			"a name that is not a string is the oid":     `lh.holderNameOf({holderName: 7, holderOid: 'u-ada'}) === 'u-ada'`,
+		}
+		// The browser cleans names exactly as the hub does (hub/auth CleanName).
+		for i, in := range []string{"Ada Lovelace", "Ada\u202Eecalevol", "\u2066Ada\u2069\u200F", "Ada\x00\r\nLovelace\t",
+			"Ada\u2028Love\u2029lace", "\u3164\u115F\u1160\uFFA0", "A\u3164da", " \u00A0\u3000Ada Lovelace\u2003 ",
+			"\u202E Ada \u2028", "Ada  Lovelace", strings.Repeat(" ", 3) + strings.Repeat("é", 300), strings.Repeat("x", 199) + " y",
+			strings.Repeat("\U0001F600", 201), "Ада Лавлейс 愛達", "\uFEFFAda\u0085"} {
+			arg, _ := json.Marshal(in)
+			want, _ := json.Marshal(auth.CleanName(in))
+			checks[fmt.Sprintf("name %d cleaned as the hub cleans it", i)] = fmt.Sprintf("lh.cleanName(%s) === %s", arg, want)
 		}
 		checkAll(t, e.tab, checks, "")
 	})

@@ -71,7 +71,7 @@
 export { SUBPROTOCOL, CloseCode, LockhubError } from './lockhub/protocol.js';
 export { backoffDelay } from './lockhub/backoff.js';
 export { jwtExpiry } from './lockhub/token.js';
-export { parseTime, formatClock, formatRemaining, lockedByText, activityOf, viewerText, nudgeText } from './lockhub/format.js';
+export { parseTime, formatClock, formatRemaining, lockedByText, activityOf, viewerText, nudgeText, cleanName, holderNameOf, MAX_NAME_LENGTH } from './lockhub/format.js';
 export { LockClient, connect } from './lockhub/connection.js';
 export { LockForm } from './lockhub/form.js';
 export { LockGrid } from './lockhub/grid.js';

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"strings"
 
 	"github.com/lockhub/lockhub/cmd/internal/flagenv"
@@ -101,6 +103,13 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Demo, "demo", false, "serve the demo domain and page outside development mode")
 	fs.IntVar(&c.Hub.MaxConnections, "max-connections", hub.DefaultMaxConnections, "sockets this instance holds at most; a handshake beyond is refused with 503")
 	fs.IntVar(&c.Hub.MaxPendingAuth, "max-pending-auth", hub.DefaultMaxPendingAuth, "sockets not yet authenticated this instance holds at most; a handshake beyond is refused with 503")
+	fs.IntVar(&c.Hub.MaxSocketsPerPerson, "max-sockets-per-person", hub.DefaultMaxSocketsPerPerson, "authenticated sockets one person may hold on this instance; an auth beyond answers too_many_sockets and closes with 4429")
+	fs.IntVar(&c.Hub.MaxPendingAuthPerIP, "max-pending-auth-per-ip", hub.DefaultMaxPendingAuthPerIP, "sockets of one client address not yet authenticated this instance holds at most, below --max-pending-auth; a handshake beyond is refused with 503")
+	fs.Func("trusted-proxies", "comma-separated CIDRs of proxies whose X-Forwarded-For names the client address of --max-pending-auth-per-ip (empty: the peer's address)", func(s string) error {
+		var err error
+		c.Hub.TrustedProxies, err = hub.ParseTrustedProxies(s)
+		return err
+	})
 	fs.IntVar(&c.Hub.MaxLocksPerSocket, "max-locks-per-socket", hub.DefaultMaxLocksPerSocket, "entities one socket may hold at a time; a claim beyond answers too_many_locks")
 	fs.IntVar(&c.Store.MaxLocksPerPerson, locks.SettingLocksPerPerson, locks.DefaultMaxLocksPerPerson, "live locks one person may hold, counted in Redis across sockets, HTTP and instances; a claim beyond answers too_many_locks")
 	fs.IntVar(&c.Store.MaxLocksPerTenant, locks.SettingLocksPerTenant, locks.DefaultMaxLocksPerTenant, "live locks a tenant may hold, other programs' locks counted (never refused); a claim beyond answers too_many_locks")
@@ -146,6 +155,10 @@ func (s *settings) check() error {
 		// A production Redis without a JWKS is a secret that did not arrive, not a
 		// wish for development tokens: refuse rather than let anyone mint any token.
 		errs = append(errs, s.Name("jwks-url", errors.New("is not set, and --redis-url is: set --jwks-url (with --issuer and --audience) to check production tokens, or --dev to run in development mode on that Redis")))
+	case s.JWKS.URL != "" && s.RedisURL == "":
+		// An embedded Redis in production would give each instance private locks,
+		// blind to the .NET API and lost at restart: a URL that did not arrive.
+		errs = append(errs, s.Name("redis-url", errors.New("is not set, and --jwks-url is: production needs the shared lock Redis (redis:// or rediss://)")))
 	case s.JWKS.URL == "":
 		// Development mode mints its own tokens: an issuer or audience without a
 		// JWKS means production was meant.
@@ -154,6 +167,11 @@ func (s *settings) check() error {
 				errs = append(errs, s.Name(set.name, errors.New("is set but --jwks-url is not: without a JWKS lockhub would run in development mode")))
 			}
 		}
+	}
+	if !s.Dev && s.RedisURL == "" && s.JWKS.URL == "" && !loopback(s.Listen) {
+		// Development mode that was not chosen serves this machine only: anyone who
+		// reaches it may mint any token.
+		errs = append(errs, s.Name("listen", fmt.Errorf("%q is not a loopback address, and development mode was not chosen: add --dev to serve development tokens there, or set --redis-url and --jwks-url for production", s.Listen)))
 	}
 	if s.DemoRedisURL != "" && !s.DemoOn() {
 		errs = append(errs, s.Name("demo-redis-url", errors.New("is set but the demo is off: add --demo to serve it")))
@@ -165,6 +183,27 @@ func (s *settings) check() error {
 		errs = append(errs, s.Name("metrics-listen", errors.New("is the same address as --listen: leave it empty to serve /metrics there")))
 	}
 	return errors.Join(errs...)
+}
+
+// loopback reports whether listen, a host:port, listens on this machine only: a
+// loopback address or localhost. An address that does not parse is left to net.Listen
+// to refuse.
+func loopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return true
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+// listenHost is the host of listen, a host:port; empty when it has none.
+func listenHost(listen string) string {
+	host, _, _ := net.SplitHostPort(listen)
+	return host
 }
 
 // settings is the parsed command line and environment.

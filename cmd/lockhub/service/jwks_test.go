@@ -19,7 +19,7 @@ func TestRunWithJWKS(t *testing.T) {
 			"name": "Ada Lovelace", "roles": roles})
 	}
 
-	r := start(t, []string{"--jwks-url", idp.URL, "--issuer", authtest.Issuer, "--claim-tenant", "org"},
+	r := start(t, []string{"--redis-url", redistest.StartServer(t).URL(), "--jwks-url", idp.URL, "--issuer", authtest.Issuer, "--claim-tenant", "org"},
 		env("LOCKHUB_AUDIENCE", authtest.Audience))
 	if a := call(t, "POST", r.url+"/dev/token", "", `{"tenant":"acme","oid":"u-ada"}`); a.status != 404 {
 		t.Fatalf("/dev/token in production: %d %s", a.status, a.raw)
@@ -45,7 +45,7 @@ func TestRunJWKSUnreachable(t *testing.T) {
 	idp := httptest.NewServer(http.NotFoundHandler())
 	url := idp.URL + "/keys"
 	idp.Close()
-	m := &Main{Args: []string{"--listen", "127.0.0.1:0", "--jwks-url", url, "--issuer", "i", "--audience", "a"}, LookupEnv: env(), Stdout: &redistest.LogBuffer{}}
+	m := &Main{Args: []string{"--listen", "127.0.0.1:0", "--redis-url", "redis://127.0.0.1:1", "--jwks-url", url, "--issuer", "i", "--audience", "a"}, LookupEnv: env(), Stdout: &redistest.LogBuffer{}}
 	err := m.Run(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "--jwks-url") {
 		t.Fatalf("Run: %v", err)

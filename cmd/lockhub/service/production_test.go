@@ -34,7 +34,13 @@ func TestDevelopmentIsChosen(t *testing.T) {
 		{"the jwks secret missing", []string{"--redis-url", "redis://127.0.0.1:1"}, []string{"LOCKHUB_JWKS_URL", ""}, []string{"--jwks-url", "--dev"}},
 		{"redis from the environment", nil, []string{"LOCKHUB_REDIS_URL", "redis://127.0.0.1:1"}, []string{"--jwks-url", "--dev"}},
 		{"dev with jwks", []string{"--dev", "--jwks-url", "https://login.example.com/keys", "--issuer", "i", "--audience", "a"}, nil, []string{"--dev", "--jwks-url"}},
-		{"jwks over http", []string{"--jwks-url", "http://login.example.com/keys", "--issuer", "i", "--audience", "a"}, nil, []string{"--jwks-url", "https"}},
+		{"jwks over http", []string{"--redis-url", "redis://127.0.0.1:1", "--jwks-url", "http://login.example.com/keys", "--issuer", "i", "--audience", "a"}, nil, []string{"--jwks-url", "https"}},
+		// Version 3: production needs its Redis, and development mode that was not
+		// chosen serves this machine only.
+		{"jwks without redis", []string{"--jwks-url", "https://login.example.com/keys", "--issuer", "i", "--audience", "a"}, nil, []string{"--redis-url"}},
+		{"jwks with the redis secret missing", []string{"--jwks-url", "https://login.example.com/keys", "--issuer", "i", "--audience", "a"}, []string{"LOCKHUB_REDIS_URL", ""}, []string{"--redis-url"}},
+		{"jwks with an empty redis flag", []string{"--redis-url=", "--jwks-url", "https://login.example.com/keys", "--issuer", "i", "--audience", "a"}, nil, []string{"--redis-url"}},
+		{"undeclared development on every interface", []string{"--listen", ":0"}, nil, []string{"--listen", "--dev"}},
 		{"demo rows without the demo", []string{"--jwks-url", "https://login.example.com/keys", "--issuer", "i", "--audience", "a", "--demo-redis-url", "redis://127.0.0.1:1"}, nil, []string{"--demo-redis-url", "--demo"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -140,6 +146,17 @@ func TestMetricsListen(t *testing.T) {
 	a := call(t, "GET", "http://"+r.m.MetricsAddr()+"/metrics", "", "")
 	if a.status != 200 || !strings.Contains(a.raw, "lockhub_hub_sockets") {
 		t.Fatalf("/metrics on --metrics-listen: %d %.200s", a.status, a.raw)
+	}
+	// Every answer of that address is hardened too, its 404 included (PROTOCOL.md §5).
+	for _, path := range []string{"/metrics", "/other"} {
+		res, err := http.Get("http://" + r.m.MetricsAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		if res.Header.Get("X-Content-Type-Options") != "nosniff" || res.Header.Get("Content-Security-Policy") == "" {
+			t.Errorf("%s on --metrics-listen: %d without nosniff or the CSP: %v", path, res.StatusCode, res.Header)
+		}
 	}
 }
 
@@ -254,7 +271,7 @@ func TestBinaryRefusesProduction(t *testing.T) {
 // the short wait, and the known one still works.
 func TestHungJWKS(t *testing.T) {
 	idp := authtest.NewIDP(t)
-	r := start(t, []string{"--jwks-url", idp.URL, "--issuer", authtest.Issuer, "--audience", authtest.Audience}, env())
+	r := start(t, []string{"--redis-url", redistest.StartServer(t).URL(), "--jwks-url", idp.URL, "--issuer", authtest.Issuer, "--audience", authtest.Audience}, env())
 	claims := map[string]any{"tid": "acme", "oid": "u-ada", "name": "Ada Lovelace"}
 	known := idp.Token(t, claims)
 	idp.AddKey(t, "k2") // published, but the hub has not fetched it

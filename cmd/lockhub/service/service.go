@@ -215,15 +215,22 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		return cfg.settingError(err)
 	}
 
-	cfg.Hub.Store, cfg.Hub.Verifier, cfg.Hub.Logger, cfg.Hub.Registerer = hub.StoreOf(store), verifier, log, reg
+	// One log of refused tokens for both transports: its count at INFO covers both.
+	refusals := auth.NewRefusalLog(log)
+	cfg.Hub.Store, cfg.Hub.Verifier, cfg.Hub.Logger, cfg.Hub.Registerer, cfg.Hub.Refusals = hub.StoreOf(store), verifier, log, reg, refusals
 	h, err := hub.New(cfg.Hub)
 	if err != nil {
 		return cfg.settingError(err)
 	}
 	wcfg := web.Config{
 		Store: store.Locks, Console: store.Console, Verifier: verifier, Hub: h,
-		Roles: cfg.Hub.Roles, Logger: log, Registerer: reg, Gatherer: reg,
+		Roles: cfg.Hub.Roles, Logger: log, Refusals: refusals, Registerer: reg, Gatherer: reg,
 		NoMetrics: cfg.MetricsListen != "",
+	}
+	if cfg.Development() {
+		// No DNS rebinding of /dev/token (PROTOCOL.md §6): loopback Hosts and the
+		// --listen host only.
+		wcfg.LocalHosts, wcfg.Hosts = true, []string{listenHost(cfg.Listen)}
 	}
 	if cfg.DemoOn() {
 		// Only then does anything write demo: keys (PROTOCOL.md §5): without it the demo
@@ -257,7 +264,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", web.MetricsHandler(reg, log))
-		servers, listeners = append(servers, newHTTPServer(mux, log)), append(listeners, mln)
+		servers, listeners = append(servers, newHTTPServer(web.Harden(mux), log)), append(listeners, mln)
 		m.maddr = mln.Addr().String()
 	}
 
@@ -327,10 +334,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 // Timeouts of an HTTP request (PROTOCOL.md §5, "Hardening"): its headers within 5 s;
 // its body within 10 s of them is web's to enforce (web.Config), per request, since a
-// server-wide read deadline would cut the WebSockets.
+// server-wide read deadline would cut the WebSockets; an idle keep-alive connection
+// is closed after 60 s (version 3).
 const (
 	readHeaderTimeout = 5 * time.Second
-	idleTimeout       = 2 * time.Minute
+	idleTimeout       = 60 * time.Second
 )
 
 func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {

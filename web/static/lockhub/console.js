@@ -15,7 +15,7 @@
  * @module lockhub/console
  */
 
-import { formatClock, formatRemaining, parseTime } from './format.js';
+import { cleanName, formatClock, formatRemaining, holderNameOf, parseTime } from './format.js';
 
 /** @typedef {import('./protocol.js').Lock} Lock */
 /** @typedef {import('./protocol.js').Holder} Holder */
@@ -224,7 +224,7 @@ export class LockConsole {
     tr.dataset.type = l.entityType;
     const entity = el('td', 'lockhub-console-entity');
     entity.append(el('span', 'lockhub-console-type', l.entityType), ' ', el('strong', '', l.entityUid));
-    const holder = el('td', 'lockhub-holder', l.holderName);
+    const holder = el('td', 'lockhub-holder', holderNameOf(l));
     holder.title = l.holderOid;
     const since = el('td', '', formatClock(l.acquiredAtUtc));
     const exp = el('td', 'lockhub-expiry');
@@ -234,7 +234,7 @@ export class LockConsole {
     const history = button('History', 'console-history');
     history.addEventListener('click', () => void this.showTrail(l.entityType, l.entityUid));
     if (this.#confirming.has(key)) {
-      const ask = el('span', 'lockhub-console-confirm', `Release ${l.holderName}'s lock? Unsaved changes in their form are lost.`);
+      const ask = el('span', 'lockhub-console-confirm', `Release ${holderNameOf(l)}'s lock? Unsaved changes in their form are lost.`);
       ask.dataset.testid = 'console-confirm-text';
       const yes = button('Release', 'console-confirm');
       yes.classList.add('lockhub-console-danger');
@@ -265,7 +265,7 @@ export class LockConsole {
     try {
       const r = await this.#client.request({ type: 'forceRelease', entityType: l.entityType, entityUid: l.entityUid });
       this.#status.textContent = r.outcome === 'released'
-        ? `Released ${r.lock?.holderName ?? l.holderName}'s lock on ${l.entityUid}.`
+        ? `Released ${holderNameOf(r.lock ?? l)}'s lock on ${l.entityUid}.`
         : r.outcome === 'notHeld'
           ? `${l.entityUid} was free already.`
           : `${l.entityUid}: the lock store did not answer; try again.`;
@@ -319,8 +319,8 @@ export class LockConsole {
     const taken = e.op === 'TakenOver' && e.previous;
     const owner = taken ? e.previous : e.holder;
     const by = taken ? e.holder : e.actor;
-    let text = `${owner ? `${owner.name}'s lock` : 'A lock'} ${OP_TEXT[e.op] || e.op}`;
-    if (by && (!owner || by.oid !== owner.oid)) text += ` by ${by.name}`;
+    let text = `${owner ? `${cleanName(owner.name, owner.oid)}'s lock` : 'A lock'} ${OP_TEXT[e.op] || e.op}`;
+    if (by && (!owner || by.oid !== owner.oid)) text += ` by ${cleanName(by.name, by.oid)}`;
     text += ` (${e.reason})`;
     li.append(when, ' ', el('span', '', text));
     return li;

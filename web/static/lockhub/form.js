@@ -12,7 +12,7 @@
  */
 
 import { safeCall } from './callback.js';
-import { activityOf, formatClock, lockedByText, nudgeText, viewerText } from './format.js';
+import { activityOf, formatClock, holderNameOf, lockedByText, nudgeText, viewerText } from './format.js';
 import { LockhubError } from './protocol.js';
 
 /** @typedef {import('./protocol.js').Lock} Lock */
@@ -473,12 +473,12 @@ export class LockForm {
     const canAsk = e.status === 'locked' && !!lock && lock.holderOid !== this.#client.me?.oid && this.#view.status === 'viewing';
     this.#nudgeRow.hidden = !canAsk;
     if (canAsk && lock) {
-      const label = `Ask ${lock.holderName} to finish`;
+      const label = `Ask ${holderNameOf(lock)} to finish`;
       if (this.#nudgeButton.textContent !== label) this.#nudgeButton.textContent = label;
       this.#nudgeButton.disabled = this.#nudging;
       const asked = this.#asked && this.#asked.holderOid === lock.holderOid ? this.#asked : null;
       const holderHere = this.#view.viewers.some((v) => v.oid === lock.holderOid);
-      const text = this.#nudging ? 'Asking…' : asked ? askedText(asked.outcome, lock.holderName, asked.at, holderHere) : '';
+      const text = this.#nudging ? 'Asking…' : asked ? askedText(asked.outcome, holderNameOf(lock), asked.at, holderHere) : '';
       if (this.#nudgeStatus.textContent !== text) this.#nudgeStatus.textContent = text;
       if (asked && !this.#nudging) this.#nudgeStatus.dataset.outcome = asked.outcome;
       else delete this.#nudgeStatus.dataset.outcome;

@@ -47,13 +47,51 @@ export function formatRemaining(ms) {
   return h > 0 ? `${h}:${String(m).padStart(2, '0')}:${s}` : `${m}:${s}`;
 }
 
+/** The most characters (code points) a cleaned name keeps (PROTOCOL.md §6). */
+export const MAX_NAME_LENGTH = 200;
+
+// Control and format characters (Cc, Cf: bidirectional overrides, zero-width joiners),
+// line and paragraph separators (Zl, Zp), the invisible Hangul filler letters, and
+// lone surrogates (which the hub's UTF-8 would have made U+FFFD).
+const REMOVED = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\u115F\u1160\u3164\uFFA0]/gu;
+const LONE_SURROGATE = /[\uD800-\uDFFF]/gu;
+
+/**
+ * A person's name as the page shows it, cleaned as PROTOCOL.md §6 "Names" says and
+ * as the hub cleans the names of tokens (hub/auth CleanName): without control, format,
+ * line and paragraph separator characters and the invisible filler letters (U+115F,
+ * U+1160, U+3164, U+FFA0), surrounding white space trimmed, cut to 200 characters.
+ * Names other programs wrote to Redis (§8) reach the page uncleaned, so every name
+ * shown goes through this. A name left empty, or not a string, is `fallback` (the
+ * oid).
+ * @param {unknown} name
+ * @param {string} [fallback]
+ * @returns {string}
+ */
+export function cleanName(name, fallback = '') {
+  if (typeof name !== 'string') return fallback;
+  let s = name.replace(LONE_SURROGATE, '\uFFFD').replace(REMOVED, '').trim();
+  const chars = Array.from(s);
+  if (chars.length > MAX_NAME_LENGTH) s = chars.slice(0, MAX_NAME_LENGTH).join('').trimEnd();
+  return s || fallback;
+}
+
+/**
+ * The cleaned name of a lock's holder (cleanName), its oid when that leaves nothing.
+ * @param {{holderName?: string, holderOid?: string}} lock
+ * @returns {string}
+ */
+export function holderNameOf(lock) {
+  return cleanName(lock.holderName, lock.holderOid || '');
+}
+
 /**
  * The banner text of a form held by someone else.
  * @param {Lock} lock
  * @returns {string}
  */
 export function lockedByText(lock) {
-  return `Locked by ${lock.holderName} since ${formatClock(lock.acquiredAtUtc)} (until ${formatClock(lock.expiresAtUtc)})`;
+  return `Locked by ${holderNameOf(lock)} since ${formatClock(lock.acquiredAtUtc)} (until ${formatClock(lock.expiresAtUtc)})`;
 }
 
 /**

@@ -11,7 +11,7 @@
  */
 
 import { safeCall } from './callback.js';
-import { formatClock, formatRemaining, lockedByText, parseTime } from './format.js';
+import { formatClock, formatRemaining, holderNameOf, lockedByText, parseTime } from './format.js';
 
 /** @typedef {import('./protocol.js').Lock} Lock */
 /** @typedef {import('./protocol.js').Change} Change */
@@ -117,13 +117,13 @@ export class LockGrid {
           delete cell.dataset.expires;
           continue;
         }
-        row.dataset.lockHolder = lock.holderName;
+        row.dataset.lockHolder = holderNameOf(lock);
         row.title = state === 'mine'
           ? `You are editing this (until ${formatClock(lock.expiresAtUtc)})`
           : `${lockedByText(lock)}`;
         const name = document.createElement('span');
         name.className = 'lockhub-holder';
-        name.textContent = lock.holderName;
+        name.textContent = holderNameOf(lock);
         const parts = [name];
         if (state === 'mine') {
           const you = document.createElement('span');

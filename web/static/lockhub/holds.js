@@ -10,7 +10,7 @@
  */
 
 import { safeCall } from './callback.js';
-import { parseTime } from './format.js';
+import { holderNameOf, parseTime } from './format.js';
 import { LockhubError } from './protocol.js';
 
 /** @typedef {import('./protocol.js').Lock} Lock */
@@ -326,7 +326,7 @@ export class Holds {
     e.status = 'takenOver';
     e.want = false;
     e.lock = l;
-    e.takenBy = { oid: l.holderOid, name: l.holderName };
+    e.takenBy = { oid: l.holderOid, name: holderNameOf(l) };
     e.takenAt = at || new Date(this.#host.now()).toISOString();
     this.#notify(e);
   }

@@ -15,6 +15,7 @@
  */
 
 import { safeCall } from './callback.js';
+import { cleanName } from './format.js';
 import { LockhubError } from './protocol.js';
 
 /** @typedef {import('./protocol.js').Viewer} Viewer */
@@ -190,7 +191,7 @@ export class Views {
     const n = {
       entityType: e.type,
       entityUid: e.uid,
-      from: { oid: f.from.oid, name: typeof f.from.name === 'string' && f.from.name ? f.from.name : f.from.oid },
+      from: { oid: f.from.oid, name: cleanName(f.from.name, f.from.oid) },
       at: typeof f.at === 'string' ? f.at : new Date().toISOString(),
     };
     for (const l of e.listeners) if (l.onNudge) safeCall(l.onNudge, n);
@@ -280,7 +281,7 @@ export function cleanViewers(list) {
     seen.add(v.oid);
     out.push({
       oid: v.oid,
-      name: typeof v.name === 'string' && v.name !== '' ? v.name : v.oid,
+      name: cleanName(v.name, v.oid),
       since: typeof v.since === 'string' ? v.since : '',
     });
   }

@@ -102,7 +102,10 @@ export const CloseCode = Object.freeze({
 
 /**
  * An error answering a request: an `error` frame (`code` bad_request, not_lockable,
- * invalid_entity, rate_limited, too_many_views, forbidden) or a local failure (`disconnected`, `closed`, `timeout`).
+ * invalid_entity, rate_limited, too_many_locks, too_many_views, forbidden,
+ * store_unavailable; too_many_sockets answers the `auth` of a person with too many
+ * sockets on the instance, reported through `onError` before the 4429 close and a
+ * reconnect with back-off) or a local failure (`disconnected`, `closed`, `timeout`).
  */
 export class LockhubError extends Error {
   /**
