@@ -31,7 +31,7 @@ func BenchmarkPresence(b *testing.B) {
 	const entities, perEntity = 1000, 10
 	srv := redistest.StartServer(b)
 	c := srv.Client(b)
-	s, _ := newStore(b, c, Config{Timeout: 5 * time.Second})
+	s, _ := newStore(b, c, benchConfig(5*time.Second))
 	ctx := context.Background()
 	before := usedMemory(b, c)
 	refs := make([]Ref, entities)
