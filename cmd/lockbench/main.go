@@ -76,9 +76,9 @@ type options struct {
 	pipeline      bool
 
 	// -mode share
-	shareLocks   int
-	sharePeople  int
-	shareSeconds time.Duration
+	shareLocks  int
+	sharePeople int
+	shareFor    time.Duration
 }
 
 // Bounds of the flags: the tool never opens more than this.
@@ -136,7 +136,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.BoolVar(&o.crowdPing, "crowd-ping", false, "with -mode crowd: the measured crowd sends a ping instead of its watch, and waits for the pong: what one request and answer costs, the least a watch could")
 	fs.IntVar(&o.shareLocks, "share-locks", 20000, "with -mode share: locks of the big tenant, all of -type (its quota, PROTOCOL.md §4)")
 	fs.IntVar(&o.sharePeople, "share-people", 4, "with -mode share: people of the big tenant sending every request the limits allow")
-	fs.DurationVar(&o.shareSeconds, "share-for", 20*time.Second, "with -mode share: how long each phase (alone, under load) measures")
+	fs.DurationVar(&o.shareFor, "share-for", 20*time.Second, "with -mode share: how long each phase (alone, under load) measures")
 	lookup := m.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -203,7 +203,7 @@ func (m *Main) ParseFlags(args []string) error {
 			return p.Name("share-locks", fmt.Errorf("must be 1 to %d", maxShareLocks))
 		case o.sharePeople < 1 || o.sharePeople > maxSharePeople:
 			return p.Name("share-people", fmt.Errorf("must be 1 to %d", maxSharePeople))
-		case o.shareSeconds < time.Second || o.shareSeconds > 10*time.Minute:
+		case o.shareFor < time.Second || o.shareFor > 10*time.Minute:
 			return p.Name("share-for", errors.New("must be 1s to 10m"))
 		}
 	} else if o.mode != modeLoad {

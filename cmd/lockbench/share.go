@@ -106,7 +106,7 @@ func (m *Main) runShare(ctx context.Context) error {
 	scl.tenant = small
 
 	res := shareResult{Locks: o.shareLocks, People: o.sharePeople, Requests: map[string]int{}, Refused: map[string]int{}}
-	phase := o.shareSeconds
+	phase := o.shareFor
 	if res.Alone, err = measurePhase(ctx, rdb, &scl, phase, nil); err != nil {
 		return fmt.Errorf("alone: %w", err)
 	}
