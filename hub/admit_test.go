@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -19,16 +17,7 @@ import (
 // socket stays open, unauthenticated, until cleanup).
 func (th *testHub) handshakeFrom(t *testing.T, xff string) *http.Response {
 	t.Helper()
-	ws, resp, err := websocket.Dial(tctx(t), th.url, &websocket.DialOptions{
-		Subprotocols: []string{protocol.Subprotocol}, HTTPHeader: http.Header{"X-Forwarded-For": {xff}}})
-	if err == nil {
-		t.Cleanup(func() { _ = ws.CloseNow() })
-		return nil
-	}
-	if resp == nil {
-		t.Fatalf("handshake failed without an HTTP answer: %v", err)
-	}
-	return resp
+	return th.handshakeWith(t, http.Header{"X-Forwarded-For": {xff}})
 }
 
 // dialFrom opens a socket whose client address, through the trusted proxy the test

@@ -16,7 +16,13 @@ import (
 // (nil when it was accepted; the socket is then closed at cleanup).
 func (th *testHub) handshake(t *testing.T) *http.Response {
 	t.Helper()
-	ws, resp, err := websocket.Dial(tctx(t), th.url, &websocket.DialOptions{Subprotocols: []string{protocol.Subprotocol}})
+	return th.handshakeWith(t, nil)
+}
+
+// handshakeWith is handshake with header's fields in the request.
+func (th *testHub) handshakeWith(t *testing.T, header http.Header) *http.Response {
+	t.Helper()
+	ws, resp, err := websocket.Dial(tctx(t), th.url, &websocket.DialOptions{Subprotocols: []string{protocol.Subprotocol}, HTTPHeader: header})
 	if err == nil {
 		t.Cleanup(func() { _ = ws.CloseNow() })
 		return nil
