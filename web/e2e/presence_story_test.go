@@ -156,6 +156,9 @@ func TestPresenceStory(t *testing.T) {
 		if !eval[bool](t, pGrace, sel("lock-presence")+`.hidden`) {
 			t.Error("Grace, alone, sees a presence block")
 		}
+		// Ada's grid redraws the row on Grace's Acquired: her click waits for that, or it may
+		// land on the row about to be replaced.
+		waitFor(t, pAda, "Ada's grid shows Grace's lock", rowLockedBy("r-1001", "other", "Grace Hopper"), 5*time.Second, rowDiag("r-1001"))
 		click(t, pAda, "open-r-1001")
 		waitFor(t, pAda, "Ada blocked by Grace", formState("locked"), 5*time.Second, formDiag)
 		lists(t, pAda, "Grace Hopper is editing")
