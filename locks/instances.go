@@ -87,6 +87,10 @@ type Liveness struct {
 	// RecordMissing: the instance is new, or another took it for dead (it was cut off
 	// from Redis longer than the instance timeout) and reaped it.
 	RecordMissing bool
+	// AllMissing: with RecordMissing, every instance's record was gone, the set itself:
+	// Redis lost its data (a restart or a failover without persistence), not a reap, or
+	// no instance ran before this one.
+	AllMissing bool
 	// HoldingsMissing: the instance holds nothing yet, or its holdings were deleted (a
 	// reap of it, eviction, a failover that lost writes). One that holds locks writes
 	// them again (ReplaceHoldings).
@@ -120,7 +124,7 @@ func (s *Instances) Heartbeat(ctx context.Context, instance string) (Liveness, e
 	if err != nil {
 		return Liveness{}, err // the pipeline's error, above
 	}
-	return Liveness{RecordMissing: n == 1, HoldingsMissing: !kept.Val()}, nil
+	return Liveness{RecordMissing: n >= 1, AllMissing: n == 2, HoldingsMissing: !kept.Val()}, nil
 }
 
 // ReplaceHoldings makes all the holdings of instance, whatever Redis had: after a

@@ -59,6 +59,9 @@ import (
 //     their locks' sockets, where the reaper forgot them (the second for a reaper's
 //     forget that ran late). Then it is registered again. Holdings found gone while the
 //     record stayed (the end of a reap of it, eviction) are written again too;
+//   - Redis lost its data, when that heartbeat finds every instance's record gone at
+//     once (a restart or failover without persistence): the same, but said as what
+//     happened, and not counted as taken for dead;
 //   - left, once Run returns: the record and the holdings are removed (an instance that
 //     stops has detached its sockets: nothing is left to reap).
 //
@@ -464,6 +467,12 @@ func (m *Member) beat(ctx context.Context, now time.Time) bool {
 	}
 	m.lastOK = now
 	switch {
+	case l.AllMissing && m.registered:
+		// Every record went at once: Redis lost its data, nobody reaped this instance.
+		m.log.LogAttrs(ctx, slog.LevelWarn, "liveness record missing, with every instance's: Redis lost its data (a restart or a failover without persistence); re-registering and writing this instance's holdings again",
+			slog.String("instance", m.id))
+		m.rewrite()
+		m.reattachBeats = 2
 	case l.RecordMissing && m.registered:
 		// Taken for dead and reaped: the holdings in Redis are gone, or going.
 		m.log.LogAttrs(ctx, slog.LevelWarn, "this instance's liveness record was gone (it was cut off from Redis longer than the instance timeout, and taken for dead); writing its holdings again",

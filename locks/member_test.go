@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -196,6 +197,8 @@ func TestMemberTakenForDead(t *testing.T) {
 			// between them would write the holdings before they were deleted.
 			if _, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				if tc.dropRecord {
+					// The reaper lives: its own record is in the set.
+					p.ZAdd(ctx, instancesKey, redis.Z{Score: float64(time.Now().UnixMilli()), Member: "i-reaper"})
 					p.ZRem(ctx, instancesKey, m.ID())
 					p.SRem(ctx, ConnsKey(ref), "c-1")
 				}
@@ -219,6 +222,33 @@ func TestMemberTakenForDead(t *testing.T) {
 				return c.SCard(ctx, ConnsKey(ref)).Val() == 2 && count(m.met.reattached) == 1
 			})
 		})
+	}
+}
+
+// TestMemberRedisLostItsData: a Redis that restarted empty (or failed over without
+// persistence) lost every instance's record at once. A Member that finds its own gone
+// then says so, not that it was taken for dead (ISSUE 30), and writes its holdings
+// again all the same.
+func TestMemberRedisLostItsData(t *testing.T) {
+	srv := redistest.StartServer(t)
+	c := srv.Client(t)
+	s, logs := newStore(t, c, Config{})
+	m, _ := runMember(t, s, MemberConfig{})
+	ctx := ctxT(t)
+	h := Holding{Ref: Ref{"acme", "ApprovalRequest", "r-1"}, Holder: ada.OID, Conn: "c-1"}
+	m.Hold(h)
+	redistest.Eventually(t, "the holding and the record written", func() bool {
+		return len(heldBy(t, c, m.ID())) == 1 && c.ZScore(ctx, instancesKey, m.ID()).Err() == nil
+	})
+	if err := c.FlushAll(ctx).Err(); err != nil { // what a restart without persistence leaves
+		t.Fatal(err)
+	}
+	redistest.Eventually(t, "the holdings written again", func() bool { return slices.Equal(heldBy(t, c, m.ID()), []Holding{h}) })
+	if !strings.Contains(logs.String(), "Redis lost its data") {
+		t.Fatalf("no warning that Redis lost its data (taken for dead %v):\n%s", count(m.met.takenForDead), logs.String())
+	}
+	if strings.Contains(logs.String(), "taken for dead") || count(m.met.takenForDead) != 0 {
+		t.Fatalf("a Redis that lost its data was taken for a reap of this instance:\n%s", logs.String())
 	}
 }
 
