@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockhub/lockhub/hub/auth"
+	"github.com/lockhub/lockhub/protocol"
 )
 
 // Admission of PROTOCOL.md §4, "Fair share (version 3)": besides the instance's caps
@@ -200,7 +201,7 @@ func (a *admission) gone(c *conn, authed bool, id auth.Identity) {
 
 // limitWarnEvery is how often a limit that keeps being hit is logged (PROTOCOL.md §4:
 // at most once per 10 s per limit).
-const limitWarnEvery = 10 * time.Second
+const limitWarnEvery = protocol.LimitLogEvery
 
 // limitSettings names the setting to raise for each limit that has one.
 var limitSettings = map[string]string{

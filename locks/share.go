@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lockhub/lockhub/protocol"
@@ -21,7 +20,7 @@ import (
 // limitWarnEvery.
 
 // limitWarnEvery is how often a limit that keeps being hit is logged.
-const limitWarnEvery = 10 * time.Second
+const limitWarnEvery = protocol.LimitLogEvery
 
 // Settings of the fair share, the label values of lockhub_store_limit_hits_total.
 const (
@@ -35,8 +34,8 @@ type shareLimits struct {
 	perPerson, perTenant int
 	rate                 float64
 	burst                int
-	types                string // the lockable types, comma-separated
-	warned               sync.Map
+	types                string   // the lockable types, comma-separated
+	warned               warnings // by setting
 }
 
 func (s *core) setUpShare(cfg Config) error {
@@ -135,26 +134,9 @@ func (s *core) refused(ctx context.Context, tenant string, limited bool, value s
 
 // warnLimit logs that a limit was hit, at most once per limitWarnEvery per setting.
 func (s *core) warnLimit(ctx context.Context, setting, tenant string) {
-	now := time.Now()
-	v, _ := s.share.warned.LoadOrStore(setting, new(limitWarning))
-	w := v.(*limitWarning)
-	w.mu.Lock()
-	w.n++
-	due := now.Sub(w.last) >= limitWarnEvery
-	n := w.n
-	if due {
-		w.last, w.n = now, 0
-	}
-	w.mu.Unlock()
-	if due {
+	if n, due := s.share.warned.note(setting, 1, time.Now()); due {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "a fair-share limit refused a change; raise --"+setting+" if legitimate users reach it",
 			slog.String("setting", setting), slog.String("tenant", tenant), slog.Int("refused", n),
 			slog.String("metric", "lockhub_store_limit_hits_total"))
 	}
-}
-
-type limitWarning struct {
-	mu   sync.Mutex
-	last time.Time
-	n    int
 }

@@ -44,6 +44,10 @@ const (
 	// rate_limited answer before it is closed with CloseTooMany.
 	RateLimitGrace = 10 * time.Second
 
+	// LimitLogEvery is how often a limit that keeps being hit is logged (version 3, §4
+	// "Fair share"): at most once per limit in this long, with the hits since.
+	LimitLogEvery = 10 * time.Second
+
 	// TokenLeeway is the clock skew allowed when checking a token's expiry.
 	TokenLeeway = 5 * time.Second
 

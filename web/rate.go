@@ -23,7 +23,7 @@ import (
 const limitRequests = "requests_per_person"
 
 // limitWarnEvery is how often a limit that keeps being hit is logged.
-const limitWarnEvery = 10 * time.Second
+const limitWarnEvery = protocol.LimitLogEvery
 
 // limiterIdle is how long a person's limiter is kept after its bucket is full again:
 // a full bucket is what a new one would be.
