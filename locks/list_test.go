@@ -74,7 +74,7 @@ func TestListPages(t *testing.T) {
 	}
 }
 
-// TestSweepInChunks: a sweep compares at most sweepWindow/8 candidates a call, and the
+// TestSweepInChunks: a sweep compares at most sweepWindow/16 candidates a call, and the
 // calls Sweep makes at once announce a program's rewrite of a big type all the same,
 // each change once.
 func TestSweepInChunks(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed" // the Lua scripts live in scripts/*.lua
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -184,3 +185,28 @@ func (sc script[R]) run(ctx context.Context, s *core, k keys, pub, aud []any, ar
 	s.trimmedEarly(ctx, k.tenant, reply[3])
 	return R(st), value, nil
 }
+
+// ScriptName names the script of lockhub whose SHA1 is sha ("claim", "sweep", ...), or
+// answers "" for any other: SLOWLOG and MONITOR show a script only by its SHA1
+// (EVALSHA), which says nothing to an operator or a benchmark reading them.
+func ScriptName(sha string) string {
+	return scriptNames[strings.ToLower(sha)]
+}
+
+// scriptNames maps each script's SHA1 to its file's name; the sources never change
+// while the process runs.
+var scriptNames = func() map[string]string {
+	sc := newScripts()
+	named := map[string]*redis.Script{
+		"claim": sc.claim.Script, "renew": sc.renew.Script, "release": sc.release.Script,
+		"takeover": sc.takeover.Script, "detach": sc.detach.Script, "forcerelease": sc.force.Script,
+		"sweep": sc.sweep, "list": sc.list, "presence": sc.presence, "nudge": sc.nudge,
+		"reaped": sc.reaped, "forget": sc.forget, "now": sc.now, "reattach": sc.reattach,
+		"beat": sc.beat, "mine": sc.mine,
+	}
+	m := make(map[string]string, len(named))
+	for name, s := range named {
+		m[s.Hash()] = name
+	}
+	return m
+}()

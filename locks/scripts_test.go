@@ -3,8 +3,10 @@ package locks
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +88,24 @@ func TestInstant(t *testing.T) {
 				t.Errorf("instant(%q) = %s, %v; want nil", s, got, err)
 			}
 		}
+	}
+}
+
+// TestScriptName: every script of the store has a name, and nothing else has one, so
+// that a SLOWLOG read by an operator or lockbench names each of lockhub's scripts.
+func TestScriptName(t *testing.T) {
+	fields := reflect.TypeOf(scripts{}).NumField()
+	if len(scriptNames) != fields {
+		t.Fatalf("%d scripts named, the store has %d", len(scriptNames), fields)
+	}
+	sc := newScripts()
+	if got := ScriptName(sc.sweep.Hash()); got != "sweep" {
+		t.Errorf("ScriptName(sweep) = %q", got)
+	}
+	if got := ScriptName(strings.ToUpper(sc.claim.Hash())); got != "claim" {
+		t.Errorf("ScriptName(CLAIM's SHA1 in capitals) = %q", got)
+	}
+	if got := ScriptName("0000000000000000000000000000000000000000"); got != "" {
+		t.Errorf("ScriptName(unknown) = %q, want empty", got)
 	}
 }

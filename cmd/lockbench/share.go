@@ -210,13 +210,19 @@ func measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *client, d 
 	return p, nil
 }
 
-// commandKind names a command of the SLOWLOG: its name and, for a script, the kind of
-// its first key (the part before the hash tag), which says whose script it is.
+// commandKind names a command of the SLOWLOG: lockhub's scripts by name, another
+// script by the kind of its first key (the part before the hash tag), and any other
+// command by its name and its first key's kind.
 func commandKind(args []string) string {
 	if len(args) == 0 {
 		return "?"
 	}
 	name := strings.ToUpper(args[0])
+	if name == "EVALSHA" && len(args) > 1 {
+		if script := locks.ScriptName(args[1]); script != "" {
+			return "script " + script
+		}
+	}
 	if (name == "EVALSHA" || name == "EVAL") && len(args) > 3 {
 		key, _, _ := strings.Cut(args[3], "{")
 		return name + " " + key
