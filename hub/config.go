@@ -67,7 +67,7 @@ type Presence interface {
 
 // Console is the lock console's frames (PROTOCOL.md §10, admin.go): *locks.Console.
 type Console interface {
-	AdminLocks(ctx context.Context, tenant string) ([]protocol.Lock, error)
+	AdminLocksJSON(ctx context.Context, tenant string) ([]byte, error)
 	ForceRelease(ctx context.Context, ref locks.Ref, admin protocol.Holder) (locks.Result, error)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/locks/coalesce"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -54,12 +55,13 @@ type Hub struct {
 	warned      limitWarnings // when each limit was last logged (hitLimit)
 	resync      chan struct{} // capacity 1: the feed asks Run for a resync
 	resyncMu    sync.Mutex
-	resyncAll   bool                       // guarded by resyncMu; a resync of every tenant is asked
-	resyncFor   []func(tenant string) bool // guarded by resyncMu; or of the tenants these name
-	rel         *releaser                  // release-on-disconnect timers, run by Run
-	member      *locks.Member              // this instance's liveness and holdings, run by Run (instance.go)
-	snaps       snapshotReads              // the watches' snapshot reads, coalesced (snapshot.go)
-	send        senderConfig               // what every socket's sender shares (sender.go)
+	resyncAll   bool                             // guarded by resyncMu; a resync of every tenant is asked
+	resyncFor   []func(tenant string) bool       // guarded by resyncMu; or of the tenants these name
+	rel         *releaser                        // release-on-disconnect timers, run by Run
+	member      *locks.Member                    // this instance's liveness and holdings, run by Run (instance.go)
+	snaps       coalesce.Reads[watchKey, []byte] // the watches' snapshot reads, coalesced
+	consoles    coalesce.Reads[string, []byte]   // the console lists' reads by tenant, coalesced
+	send        senderConfig                     // what every socket's sender shares (sender.go)
 }
 
 // New returns a Hub, or an error when cfg is invalid.

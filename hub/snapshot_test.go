@@ -209,7 +209,7 @@ func TestWatchCrowdSharesReads(t *testing.T) {
 	for _, w := range watchers[1:] {
 		w.send(map[string]string{"id": "w", "type": "watch", "entityType": typ})
 	}
-	redistest.Eventually(t, "the other watches queue behind the read in flight", func() bool { return th.hub.snaps.queued(key) == n-1 })
+	redistest.Eventually(t, "the other watches queue behind the read in flight", func() bool { return th.hub.snaps.Queued(key) == n-1 })
 	// A change now: after the first read, before the next.
 	expect(t, protocol.OutcomeAcquired)(claimer.Claim(ctx, typ, "during"))
 	redistest.Eventually(t, "the event reaches every watcher, held", func() bool { return th.metric("lockhub_hub_events_delivered_total") >= n })
@@ -388,5 +388,27 @@ func TestAuthPipelined(t *testing.T) {
 	_, data, err := bad.ws.Read(ctx)
 	if code := websocket.CloseStatus(err); code != protocol.CloseNotAuthenticated {
 		t.Fatalf("a forged token followed by a watch: read %s, %v; want close 4401 and nothing else", data, err)
+	}
+}
+
+// TestResultLocksBytes: the console's answer built around a shared array is, byte for
+// byte, protocol.Result's encoding of a list.
+func TestResultLocksBytes(t *testing.T) {
+	now := protocol.NewTime(time.Date(2026, 12, 4, 9, 15, 0, 123e6, time.UTC))
+	l := protocol.Lock{EntityType: typ, EntityUID: "r-1", HolderOID: "u-ada", HolderName: `Ada "<Lovelace>"`, AcquiredAt: now, ExpiresAt: now}
+	for _, tc := range []struct {
+		name  string
+		id    string
+		locks []protocol.Lock
+	}{
+		{"two", "9", []protocol.Lock{l, l}},
+		{"none", "a\"b\\c</script>\u2028é", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, _ := json.Marshal(protocol.Result{ID: tc.id, Locks: tc.locks})
+			if got := appendResultLocks(nil, protocol.Request{ID: tc.id}, encodeLocks(tc.locks)); string(got) != string(want) {
+				t.Errorf("result\n%s\nwant\n%s", got, want)
+			}
+		})
 	}
 }

@@ -28,9 +28,9 @@ func (c *conn) watch(req protocol.Request) {
 		c.h.addWatcher(watchKey{c.ident.Tenant, typ}, c)
 	}
 	// A crowd of watches of one type shares reads, each begun after its watchers were
-	// registered (snapshot.go).
+	// registered (locks/coalesce).
 	tenant := c.ident.Tenant
-	list, err := c.h.snaps.list(c.h.ctx, watchKey{tenant, typ}, func(ctx context.Context) ([]byte, error) {
+	list, err := c.h.snaps.Read(c.h.ctx, watchKey{tenant, typ}, func(ctx context.Context) ([]byte, error) {
 		return c.h.store.Feed.ListJSON(ctx, tenant, typ)
 	})
 	if err != nil { // checked above; the store agrees

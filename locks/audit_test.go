@@ -684,10 +684,7 @@ func testAdminLocks(t *testing.T, b backend) {
 	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", "r-2"}, grace, ""))
 	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "Shipment", "s-1"}, margot, ""))
 	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant + "-x", "Shipment", "s-2"}, margot, ""))
-	ls, err := s.Console.AdminLocks(ctx, tenant)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ls := adminLocks(t, s, tenant)
 	var got []string
 	for _, l := range ls {
 		got = append(got, l.EntityType+"/"+l.EntityUID+"/"+l.HolderOID)
@@ -695,12 +692,29 @@ func testAdminLocks(t *testing.T, b backend) {
 	slices.Sort(got)
 	want := []string{"ApprovalRequest/r-1/u-ada", "ApprovalRequest/r-2/u-grace", "Shipment/s-1/u-margaret"}
 	if !slices.Equal(got, want) {
-		t.Fatalf("AdminLocks = %v, want %v", got, want)
+		t.Fatalf("AdminLocksJSON = %v, want %v", got, want)
 	}
-	if _, err := s.Console.AdminLocks(ctx, "a b"); !isCode(err, protocol.CodeInvalidEntity) {
+	if got := adminLocks(t, s, tenant+"-none"); len(got) != 0 {
+		t.Fatalf("AdminLocksJSON of a tenant without locks = %v", got)
+	}
+	if _, err := s.Console.AdminLocksJSON(ctx, "a b"); !isCode(err, protocol.CodeInvalidEntity) {
 		t.Fatalf("a bad tenant: %v", err)
 	}
 	if _, err := s.Console.ForceRelease(ctx, Ref{tenant, "Nope", "x"}, ada); !isCode(err, protocol.CodeNotLockable) {
 		t.Fatalf("force release of an unlockable type: %v", err)
 	}
+}
+
+// adminLocks is the console's list of tenant, decoded: it must be a JSON array of locks.
+func adminLocks(t *testing.T, s *Store, tenant string) []protocol.Lock {
+	t.Helper()
+	b, err := s.Console.AdminLocksJSON(ctxT(t), tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ls []protocol.Lock
+	if err := json.Unmarshal(b, &ls); err != nil {
+		t.Fatalf("AdminLocksJSON answered %q: %v", b, err)
+	}
+	return ls
 }

@@ -23,7 +23,7 @@ import (
 
 // AdminStore is what the lock console needs of the lock store: *locks.Console.
 type AdminStore interface {
-	AdminLocks(ctx context.Context, tenant string) ([]protocol.Lock, error)
+	AdminLocksJSON(ctx context.Context, tenant string) ([]byte, error)
 	ForceRelease(ctx context.Context, ref locks.Ref, admin protocol.Holder) (locks.Result, error)
 	Audit(ctx context.Context, tenant string, q locks.AuditQuery) (locks.AuditPage, error)
 }
@@ -60,7 +60,10 @@ func (s *Server) requireAdmin(next http.Handler) http.Handler {
 // adminLocks: GET /api/admin/locks. A store that does not answer is 503
 // store_unavailable (PROTOCOL.md §5, version 3): "no locks" would mislead.
 func (s *Server) adminLocks(w http.ResponseWriter, r *http.Request) {
-	ls, err := s.console.AdminLocks(r.Context(), identity(r).Tenant)
+	tenant := identity(r).Tenant
+	ls, err := s.consoles.Read(shared(r), tenant, func(ctx context.Context) ([]byte, error) {
+		return s.console.AdminLocksJSON(ctx, tenant)
+	})
 	if errors.Is(err, locks.ErrUnavailable) {
 		s.fail(w, r, Errorf(protocol.CodeStoreUnavailable, "the locks cannot be listed now: the lock store does not answer"))
 		return
@@ -69,7 +72,7 @@ func (s *Server) adminLocks(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeLocks(w, ls)
+	writeLocksJSON(w, ls)
 }
 
 // forceRelease: DELETE /api/admin/locks/{type}/{uid}. Released answers 200 with the

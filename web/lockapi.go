@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -115,12 +116,32 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 // list: GET /api/locks/{type}.
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	id := identity(r)
-	ls, err := s.store.List(r.Context(), id.Tenant, PathParam(r, "type"))
+	typ := PathParam(r, "type")
+	ls, err := s.lists.Read(shared(r), listKey{id.Tenant, typ}, func(ctx context.Context) ([]byte, error) {
+		return s.store.ListJSON(ctx, id.Tenant, typ)
+	})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeLocks(w, ls)
+	writeLocksJSON(w, ls)
+}
+
+// shared is the ctx of a read that r may share with other requests (locks/coalesce):
+// r's values without its cancellation, so that a caller who goes away does not fail the
+// read for the others. The store's own timeout bounds the read.
+func shared(r *http.Request) context.Context { return context.WithoutCancel(r.Context()) }
+
+// writeLocksJSON answers 200 {"locks":[...]} around locks, a JSON array already encoded
+// (and maybe shared: it is only read).
+func writeLocksJSON(w http.ResponseWriter, locks []byte) {
+	b := make([]byte, 0, len(locks)+12)
+	b = append(b, `{"locks":`...)
+	b = append(b, locks...)
+	b = append(b, "}\n"...)
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b) // a client that went away is not ours to report
 }
 
 // mine: GET /api/me/locks.

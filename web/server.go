@@ -18,6 +18,7 @@ import (
 
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/locks/coalesce"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -31,7 +32,9 @@ type LockStore interface {
 	Renew(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
 	Release(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string) (locks.Result, error)
 	Takeover(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, allowed bool) (locks.Result, error)
-	List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error)
+	// ListJSON is a type's live locks as a JSON array (a snapshot's "locks"), "[]" when
+	// the store fails open.
+	ListJSON(ctx context.Context, tenant, entityType string) ([]byte, error)
 	Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error)
 	Ping(ctx context.Context) error
 }
@@ -127,7 +130,12 @@ type Server struct {
 	static      fs.FS
 	met         *httpMetrics
 	mux         *chi.Mux
+	lists       coalesce.Reads[listKey, []byte] // GET /api/locks/{type}, coalesced
+	consoles    coalesce.Reads[string, []byte]  // GET /api/admin/locks by tenant, coalesced
 }
+
+// listKey is one type of one tenant, whose lists share reads.
+type listKey struct{ tenant, typ string }
 
 var _ http.Handler = (*Server)(nil)
 
