@@ -214,6 +214,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return cfg.settingError(err)
 	}
+	// A token presented again (a reconnect, a crowd moving from an instance that went
+	// away) is not verified again for 5 minutes (auth.Cached).
+	verifier = auth.NewCached(verifier, auth.CacheConfig{Registerer: reg})
 
 	// One log of refused tokens for both transports: its count at INFO covers both.
 	refusals := auth.NewRefusalLog(log)
