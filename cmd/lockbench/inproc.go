@@ -45,8 +45,9 @@ func startInproc(ctx context.Context, redisURL, typ string) (*inprocHub, error) 
 }
 
 // startHub is startInproc; with limits, every limit of the hub and the store is its
-// default (-mode share, which measures them), else the rates are lifted (below).
-func startHub(ctx context.Context, redisURL, typ string, limits bool) (*inprocHub, error) {
+// default (-mode share, which measures them), else the rates are lifted (below). extra
+// flags go to the service as they are (--redis-cluster).
+func startHub(ctx context.Context, redisURL, typ string, limits bool, extra ...string) (*inprocHub, error) {
 	// --dev: the clients take development tokens from POST /dev/token, which the
 	// service serves on a --redis-url only when told (PROTOCOL.md §5 Hardening).
 	// --max-sockets-per-person, --max-pending-auth-per-ip: the crowd and the watchers
@@ -65,6 +66,7 @@ func startHub(ctx context.Context, redisURL, typ string, limits bool) (*inprocHu
 	if redisURL != "" {
 		args = append(args, "--redis-url", redisURL)
 	}
+	args = append(args, extra...)
 	m := &service.Main{
 		Args:      args,
 		LookupEnv: func(string) (string, bool) { return "", false }, // the flags alone

@@ -79,6 +79,7 @@ type options struct {
 	shareLocks  int
 	sharePeople int
 	shareFor    time.Duration
+	cluster     bool // -redis-cluster
 }
 
 // Bounds of the flags: the tool never opens more than this.
@@ -137,6 +138,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&o.shareLocks, "share-locks", 20000, "with -mode share: locks of the big tenant, all of -type (its quota, PROTOCOL.md §4)")
 	fs.IntVar(&o.sharePeople, "share-people", 4, "with -mode share: people of the big tenant sending every request the limits allow")
 	fs.DurationVar(&o.shareFor, "share-for", 20*time.Second, "with -mode share: how long each phase (alone, under load) measures")
+	fs.BoolVar(&o.cluster, "redis-cluster", false, "with -mode share: -redis-url is a Redis Cluster seed (more seeds as ?addr=host:port); the small tenant is put on the big tenant's shard")
 	lookup := m.LookupEnv
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -208,6 +210,9 @@ func (m *Main) ParseFlags(args []string) error {
 		}
 	} else if o.mode != modeLoad {
 		return p.Name("mode", fmt.Errorf("must be %s, %s, %s or %s", modeLoad, modeForeign, modeCrowd, modeShare))
+	}
+	if o.cluster && o.mode != modeShare {
+		return p.Name("redis-cluster", fmt.Errorf("only with -mode %s", modeShare))
 	}
 	if !o.inproc && o.mode == modeLoad {
 		if err := loopbackURL(o.url, "ws", "wss"); err != nil {

@@ -49,6 +49,8 @@ func TestParseFlags(t *testing.T) {
 		{"no such mode", []string{"-mode", "fast"}, false},
 		{"share", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0"}, true},
 		{"share without redis", []string{"-mode", "share"}, false},
+		{"share on a cluster", []string{"-mode", "share", "-redis-cluster", "-redis-url", "redis://127.0.0.1:6390"}, true},
+		{"a cluster without share", []string{"-mode", "foreign", "-redis-cluster", "-redis-url", "redis://127.0.0.1:6390/0"}, false},
 		{"share, too many people", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-people", "65"}, false},
 		{"share, too short", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-for", "10ms"}, false},
 	} {
@@ -230,5 +232,31 @@ func TestShareRun(t *testing.T) {
 	}
 	if !strings.Contains(report, "watch:") || strings.Contains(report, "watch:0") {
 		t.Errorf("the big tenant's people sent no watch:\n%s", report)
+	}
+}
+
+// TestShareRunCluster: -mode share on the 6-node cluster: the small tenant on the big
+// one's shard, and SLOWLOG and CPU read from every master.
+func TestShareRunCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a 6-node cluster")
+	}
+	cl := redistest.StartCluster(t)
+	addrs := cl.MasterAddrs()
+	url := "redis://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut}
+	args := []string{"-mode", "share", "-redis-cluster", "-redis-url", url, "-share-locks", "300", "-share-people", "2", "-share-for", "1s", "-timeout", "1m"}
+	if err := m.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	report := out.String()
+	for _, want := range []string{"a tenant of 300 locks and 2 of its people", "slowest command lockhub sent to Redis", "small tenant's claims under load: p50"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q:\n%s", want, report)
+		}
 	}
 }

@@ -80,12 +80,16 @@ type slowKind struct {
 
 func (m *Main) runShare(ctx context.Context) error {
 	o := m.opt
-	rdb, err := locks.NewClient(o.redisURL, false)
+	rdb, err := locks.NewClient(o.redisURL, o.cluster)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	ih, err := startHub(ctx, o.redisURL, o.entityType, true)
+	var extra []string
+	if o.cluster {
+		extra = append(extra, "--redis-cluster")
+	}
+	ih, err := startHub(ctx, o.redisURL, o.entityType, true, extra...)
 	if err != nil {
 		return err
 	}
@@ -96,6 +100,13 @@ func (m *Main) runShare(ctx context.Context) error {
 	}()
 	run := strings.ToLower(randText(6))
 	big, small := "big-"+run, "small-"+run
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		// The worst case: the small tenant on the big one's shard, where the big
+		// tenant's scripts run (another shard would not see them at all).
+		if small, err = sameShard(ctx, cc, big, "small-"+run); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(m.Stderr, "lockbench: writing %d locks of tenant %s as the .NET API does\n", o.shareLocks, big)
 	if err := fillTenant(ctx, rdb, big, o.entityType, o.shareLocks); err != nil {
 		return err
@@ -158,16 +169,22 @@ func fillTenant(ctx context.Context, rdb redis.UniversalClient, tenant, typ stri
 // over slowlogFloor and Redis's CPU read before and after. With into, the slow kinds of
 // command are added to it.
 func measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *client, d time.Duration, into *shareResult) (sharePhase, error) {
-	if err := rdb.ConfigSet(ctx, "slowlog-log-slower-than", strconv.Itoa(slowlogFloor)).Err(); err != nil {
+	if err := eachNode(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
+		if err := n.ConfigSet(ctx, "slowlog-log-slower-than", strconv.Itoa(slowlogFloor)).Err(); err != nil {
+			return err
+		}
+		if err := n.ConfigSet(ctx, "slowlog-max-len", "10000").Err(); err != nil {
+			return err
+		}
+		return n.SlowLogReset(ctx).Err()
+	}); err != nil {
 		return sharePhase{}, err
 	}
-	if err := rdb.ConfigSet(ctx, "slowlog-max-len", "10000").Err(); err != nil {
-		return sharePhase{}, err
-	}
-	defer rdb.ConfigSet(context.WithoutCancel(ctx), "slowlog-log-slower-than", "10000")
-	if err := rdb.SlowLogReset(ctx).Err(); err != nil {
-		return sharePhase{}, err
-	}
+	// Back to Redis's default; a node that does not answer now keeps the floor, which
+	// only logs more.
+	defer eachNode(context.WithoutCancel(ctx), rdb, func(ctx context.Context, n *redis.Client) error { //nolint:errcheck
+		return n.ConfigSet(ctx, "slowlog-log-slower-than", "10000").Err()
+	})
 	cpu0, err := redisCPU(ctx, rdb)
 	if err != nil {
 		return sharePhase{}, err
@@ -183,8 +200,15 @@ func measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *client, d 
 		return sharePhase{}, err
 	}
 	p := sharePhase{Seconds: took.Seconds(), Claims: summarize(lat), Unknown: unknown, RedisCPU: (cpu1 - cpu0) / took.Seconds()}
-	logs, err := rdb.SlowLogGet(ctx, 10000).Result()
-	if err != nil {
+	var mu sync.Mutex
+	var logs []redis.SlowLog
+	if err := eachNode(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
+		l, err := n.SlowLogGet(ctx, 10000).Result()
+		mu.Lock()
+		logs = append(logs, l...)
+		mu.Unlock()
+		return err
+	}); err != nil {
 		return sharePhase{}, err
 	}
 	kinds := map[string]*slowKind{}
@@ -234,8 +258,56 @@ func commandKind(args []string) string {
 	return name
 }
 
-// redisCPU reads Redis's CPU seconds so far (user and system).
+// eachNode runs fn on rdb's server, or on each master of a cluster (where SLOWLOG and
+// INFO are each node's own).
+func eachNode(ctx context.Context, rdb redis.UniversalClient, fn func(context.Context, *redis.Client) error) error {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, fn)
+	case *redis.Client:
+		return fn(ctx, c)
+	default:
+		return fmt.Errorf("lockbench: a Redis client of type %T", rdb)
+	}
+}
+
+// sameShard returns the first of prefix-0, prefix-1, ... whose tenant keys live on the
+// master of tenant's.
+func sameShard(ctx context.Context, cc *redis.ClusterClient, tenant, prefix string) (string, error) {
+	want, err := cc.MasterForKey(ctx, locks.IndexKey(tenant, "x"))
+	if err != nil {
+		return "", err
+	}
+	for i := range 10000 {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		m, err := cc.MasterForKey(ctx, locks.IndexKey(name, "x"))
+		if err != nil {
+			return "", err
+		}
+		if m.Options().Addr == want.Options().Addr {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("lockbench: no tenant %s-N on the shard of %s", prefix, tenant)
+}
+
+// redisCPU reads Redis's CPU seconds so far (user and system), summed over the masters
+// of a cluster.
 func redisCPU(ctx context.Context, rdb redis.UniversalClient) (float64, error) {
+	var mu sync.Mutex
+	var total float64
+	err := eachNode(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
+		cpu, err := nodeCPU(ctx, n)
+		mu.Lock()
+		total += cpu
+		mu.Unlock()
+		return err
+	})
+	return total, err
+}
+
+// nodeCPU reads one Redis server's CPU seconds so far (user and system).
+func nodeCPU(ctx context.Context, rdb *redis.Client) (float64, error) {
 	info, err := rdb.Info(ctx, "cpu").Result()
 	if err != nil {
 		return 0, err
