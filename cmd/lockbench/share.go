@@ -182,7 +182,7 @@ func measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *client, d 
 	}
 	// Back to Redis's default; a node that does not answer now keeps the floor, which
 	// only logs more.
-	defer eachNode(context.WithoutCancel(ctx), rdb, func(ctx context.Context, n *redis.Client) error { //nolint:errcheck
+	defer eachNode(context.WithoutCancel(ctx), rdb, func(ctx context.Context, n *redis.Client) error {
 		return n.ConfigSet(ctx, "slowlog-log-slower-than", "10000").Err()
 	})
 	cpu0, err := redisCPU(ctx, rdb)
