@@ -404,7 +404,7 @@ var loadKinds = []string{"watch", "mine", "adminLocks", "list", "claim"}
 // startLoad starts people sockets of cl's tenant (each with the admin role, for the
 // console's list), each sending the next of loadKinds as soon as the last is answered,
 // as fast as the hub's per-socket rate lets them; list goes over HTTP with the
-// person's token.
+// person's token. Their sockets read answers without decoding them (rawConn).
 func startLoad(ctx context.Context, cl *client, people int) (*shareLoad, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	l := &shareLoad{cancel: cancel, requests: map[string]int{}, refused: map[string]int{}}
@@ -415,7 +415,7 @@ func startLoad(ctx context.Context, cl *client, people int) (*shareLoad, error) 
 			l.stop()
 			return nil, err
 		}
-		c, err := cl.open(ctx, tok)
+		c, err := rawOpen(ctx, cl, tok)
 		if err != nil {
 			l.stop()
 			return nil, err
@@ -428,24 +428,26 @@ func startLoad(ctx context.Context, cl *client, people int) (*shareLoad, error) 
 // person sends one person's requests until ctx is done, on a new socket when the hub
 // closed the last (4429: a snapshot of every lock is more than a slow reader keeps up
 // with), as the browser client reconnects.
-func (l *shareLoad) person(ctx context.Context, cl *client, c *protocol.Client, tok string, i int) {
-	defer func() { _ = c.Close() }()
+func (l *shareLoad) person(ctx context.Context, cl *client, c *rawConn, tok string, i int) {
+	defer func() { c.Close() }()
+	typ, _ := json.Marshal(cl.typ) // a string always encodes
+	onType := `,"entityType":` + string(typ)
 	for n := 0; ctx.Err() == nil; n++ {
 		kind := loadKinds[n%len(loadKinds)]
 		var err error
 		switch kind {
 		case "watch":
-			if _, err = c.Watch(ctx, cl.typ); err == nil {
-				_, err = c.Unwatch(ctx, cl.typ)
+			if err = c.call(ctx, protocol.FrameWatch, onType); err == nil {
+				err = c.call(ctx, protocol.FrameUnwatch, onType)
 			}
 		case "mine":
-			_, err = c.Mine(ctx)
+			err = c.call(ctx, protocol.FrameMine, "")
 		case "adminLocks":
-			_, err = c.AdminLocks(ctx)
+			err = c.call(ctx, protocol.FrameAdminLocks, "")
 		case "list":
 			err = listHTTP(ctx, cl, tok)
 		case "claim":
-			_, err = c.Claim(ctx, cl.typ, fmt.Sprintf("r-%d", (n*7+i)%maxShareLocks))
+			err = c.call(ctx, protocol.FrameClaim, onType+`,"entityUid":"`+fmt.Sprintf("r-%d", (n*7+i)%maxShareLocks)+`"`)
 		}
 		if ctx.Err() != nil {
 			return
@@ -461,8 +463,8 @@ func (l *shareLoad) person(ctx context.Context, cl *client, c *protocol.Client, 
 		}
 		l.mu.Unlock()
 		if err != nil && pe == nil && kind != "list" {
-			_ = c.Close()
-			if c, err = cl.open(ctx, tok); err != nil {
+			c.Close()
+			if c, err = rawOpen(ctx, cl, tok); err != nil {
 				return // ctx done, or the hub is gone: the run reports what it saw
 			}
 		}
