@@ -32,6 +32,7 @@ type env struct {
 	lockRDB redis.UniversalClient
 	demoRDB redis.UniversalClient
 	reg     *prometheus.Registry
+	server  *web.Server
 }
 
 type envOpts struct {
@@ -99,6 +100,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.server = s
 	e.srv = httptest.NewServer(s)
 	t.Cleanup(e.srv.Close)
 	return e
