@@ -23,7 +23,7 @@ func (s *Console) AdminLocksJSON(ctx context.Context, tenant string) ([]byte, er
 	if !ValidTenant(tenant) {
 		return nil, &InvalidEntityError{Field: "tenant", Value: tenant}
 	}
-	b, ok := runOp(ctx, s.core, opAdminLocks, func(ctx context.Context) ([]byte, error) {
+	b, ok := runOpWithin(ctx, s.core, opAdminLocks, pagedBudget*s.timeout, func(ctx context.Context) ([]byte, error) {
 		out := []byte{'['}
 		for _, t := range s.reg.Types() {
 			values, err := s.readLive(ctx, tenant, t)

@@ -198,7 +198,17 @@ func (s *core) check(ref Ref, h *protocol.Holder) error {
 // under the label its answer gets. When f fails, runOp fails open (logs and counts why)
 // and reports false with the zero T; the caller answers what failing open means for it.
 func runOp[T any](ctx context.Context, s *core, op opName, f func(context.Context) (T, error), label func(T) outcomeLabel) (T, bool) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	return runOpWithin(ctx, s, op, s.timeout, f, label)
+}
+
+// pagedBudget is how many Config.Timeouts a read of many pages (readLive) has in all;
+// each page has one Config.Timeout of its own, so a Redis that does not answer still
+// fails the read within one.
+const pagedBudget = 20
+
+// runOpWithin is runOp with d in place of Config.Timeout for the whole operation.
+func runOpWithin[T any](ctx context.Context, s *core, op opName, d time.Duration, f func(context.Context) (T, error), label func(T) outcomeLabel) (T, bool) {
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	start := time.Now()
 	v, err := f(ctx)

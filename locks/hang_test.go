@@ -54,6 +54,13 @@ func TestFailOpenStandaloneHung(t *testing.T) {
 				t.Fatalf("List = %+v, %v; want no locks", l, err)
 			}
 		}},
+		{"adminLocks", func(t *testing.T) {
+			// Read page by page with a budget of many Timeouts in all, yet each page
+			// has one: a hung Redis fails it within the bound all the same.
+			if b, err := s.Console.AdminLocksJSON(ctx, "acme"); b != nil || !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("AdminLocksJSON = %s, %v; want ErrUnavailable", b, err)
+			}
+		}},
 		{"mine", func(t *testing.T) {
 			if l, err := s.Locks.Mine(ctx, "acme", ada.OID); len(l) != 0 || err != nil {
 				t.Fatalf("Mine = %+v, %v; want no locks", l, err)

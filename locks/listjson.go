@@ -22,7 +22,7 @@ func (s *Locks) ListJSON(ctx context.Context, tenant, entityType string) ([]byte
 	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
 		return nil, err
 	}
-	b, ok := runOp(ctx, s.core, opList, func(ctx context.Context) ([]byte, error) {
+	b, ok := runOpWithin(ctx, s.core, opList, pagedBudget*s.timeout, func(ctx context.Context) ([]byte, error) {
 		values, err := s.readLive(ctx, tenant, entityType)
 		if err != nil {
 			return nil, err
@@ -41,7 +41,9 @@ const listPage = 256
 
 // readLive reads the stored values of a type's live locks, page by page (list.lua), each
 // page a script of its own, so that no command on a big type holds Redis for long
-// (PROTOCOL.md §4). A key read on two pages (renewed in between) is kept once, at its
+// (PROTOCOL.md §4). Each page has Config.Timeout; its callers give the whole read
+// pagedBudget of them (a tenant's quota is 79 pages: on a loaded Redis they may take
+// longer than one operation's timeout, and failing open would show no locks). A key read on two pages (renewed in between) is kept once, at its
 // first place, with its later value. A nil in the answer is a key gone meanwhile.
 func (s *core) readLive(ctx context.Context, tenant, entityType string) ([]any, error) {
 	keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType)}
@@ -49,7 +51,9 @@ func (s *core) readLive(ctx context.Context, tenant, entityType string) ([]any, 
 	var out []any
 	var at map[string]int // key -> its place in out, from the second page on
 	for cursor := "i"; ; {
-		reply, err := s.sc.list.Run(ctx, s.rdb, keys, prefix, listPage, cursor).Slice()
+		pctx, cancel := context.WithTimeout(ctx, s.timeout)
+		reply, err := s.sc.list.Run(pctx, s.rdb, keys, prefix, listPage, cursor).Slice()
+		cancel()
 		if err != nil {
 			return nil, err
 		}

@@ -368,7 +368,7 @@ func (s *Locks) List(ctx context.Context, tenant, entityType string) ([]protocol
 	if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: "x"}, nil); err != nil {
 		return nil, err
 	}
-	locks, _ := runOp(ctx, s.core, opList, func(ctx context.Context) ([]protocol.Lock, error) {
+	locks, _ := runOpWithin(ctx, s.core, opList, pagedBudget*s.timeout, func(ctx context.Context) ([]protocol.Lock, error) {
 		return s.list(ctx, tenant, entityType)
 	}, listedLabel) // failing open answers no locks: runOp's nil
 	return locks, nil
