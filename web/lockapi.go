@@ -3,7 +3,9 @@ package web
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
@@ -135,13 +137,19 @@ func shared(r *http.Request) context.Context { return context.WithoutCancel(r.Co
 // writeLocksJSON answers 200 {"locks":[...]} around locks, a JSON array already encoded
 // (and maybe shared: it is only read).
 func writeLocksJSON(w http.ResponseWriter, locks []byte) {
-	b := make([]byte, 0, len(locks)+12)
-	b = append(b, `{"locks":`...)
-	b = append(b, locks...)
-	b = append(b, "}\n"...)
+	const head, tail = `{"locks":`, "}\n"
+	// Written in parts, never copied: a tenant's list may be megabytes, shared.
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(locks)+len(tail)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b) // a client that went away is not ours to report
+	// A client that went away is not ours to report.
+	if _, err := io.WriteString(w, head); err != nil {
+		return
+	}
+	if _, err := w.Write(locks); err != nil {
+		return
+	}
+	_, _ = io.WriteString(w, tail)
 }
 
 // mine: GET /api/me/locks.
