@@ -25,7 +25,9 @@ import (
 // exactly one instance wins) and marks it reaped, due a grace later, in lockhub:reaped
 // (Reap). At once, its sockets stop counting for the two-tab rule wherever another
 // socket uses the lock (Forget): a live tab of the holder that releases it then is its
-// last. Once due, one instance at a time takes it for a turn (DueReaped), detaches its
+// last. Where a live tab released it already, after the dead instance was last seen
+// (a release made before the death was noticed, noted in lockleft:), the dead socket
+// is the last, and Forget says to detach it at once: that release takes effect now. Once due, one instance at a time takes it for a turn (DueReaped), detaches its
 // holdings with release, as if the socket had just closed: the lock is released unless
 // another socket of the holder, alive, still uses it; and then forgets it (FinishReap).
 // The holdings stay in Redis until then, so a reaper that stops or dies within the

@@ -72,7 +72,9 @@ import (
 //
 //   - found: at once its sockets stop counting for the two-tab rule wherever another
 //     socket of the holder uses the lock (Instances.Forget), so a live tab's release
-//     is the last and drops the lock;
+//     is the last and drops the lock; where a dead socket is the last because the
+//     holder's live sockets let go of the lock after the instance was last seen (a
+//     pending release), it is detached at once, with release;
 //   - due, ReleaseGrace later: one instance at a time, for a turn of InstanceTimeout,
 //     detaches its holdings with release, as if its sockets had just closed: a lock is
 //     released unless a live socket of its holder still uses it (Locks.Detach);
