@@ -174,7 +174,8 @@ type MemberConfig struct {
 	Logger *slog.Logger
 	// Registerer receives the Member's metrics (lockhub_hub_dead_instances_total,
 	// lockhub_hub_taken_for_dead_total, lockhub_hub_reaped_locks_total,
-	// lockhub_hub_dead_sockets_forgotten_total, lockhub_hub_sockets_reattached_total:
+	// lockhub_hub_dead_sockets_forgotten_total, lockhub_hub_dead_sockets_released_total,
+	// lockhub_hub_sockets_reattached_total:
 	// named for the hub, which runs the Member). Nil means none are registered.
 	Registerer prometheus.Registerer
 	// Detached, when set, is called with the outcome of every detach of a dead

@@ -619,7 +619,7 @@ func TestMemberConfig(t *testing.T) {
 		t.Fatalf("defaults: timeout %v, grace %v, every %v", m.timeout, m.grace, m.every)
 	}
 	names := []string{"lockhub_hub_dead_instances_total", "lockhub_hub_taken_for_dead_total", "lockhub_hub_reaped_locks_total",
-		"lockhub_hub_dead_sockets_forgotten_total", "lockhub_hub_sockets_reattached_total"}
+		"lockhub_hub_dead_sockets_forgotten_total", "lockhub_hub_sockets_reattached_total", "lockhub_hub_dead_sockets_released_total"}
 	if n, err := testutil.GatherAndCount(reg, names...); err != nil || n != len(names) {
 		t.Fatalf("%d of the Member's %d metrics registered (%v)", n, len(names), err)
 	}
