@@ -189,6 +189,18 @@ func testForget(t *testing.T, b backend) {
 	if n := c.Exists(ctx, LockKey(pend), leftKey(pend)).Val(); n != 0 {
 		t.Fatalf("%d of the lock and its note left after the last socket's detach", n)
 	}
+	// So does a live tab that closed, its grace over: its detach leaves the lock to the
+	// dead socket alone. A detach without release (a shutdown) notes nothing.
+	closed := Ref{"acme", "ApprovalRequest", "r-forget-4"}
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, closed, ada, "c-dead"))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, closed, ada, "c-live"))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, closed, ada, "c-moved"))
+	expect(t, protocol.OutcomeNotHeld)(s.Locks.Detach(ctx, closed, ada, "c-moved", false))
+	if n := c.Exists(ctx, leftKey(closed)).Val(); n != 0 {
+		t.Fatal("a detach without release noted a release")
+	}
+	expect(t, protocol.OutcomeNotHeld)(s.Locks.Detach(ctx, closed, ada, "c-live", true)) // kept by c-dead
+	forget(closed, "c-dead", ForgetNow)
 	if _, err := s.Instances.Forget(ctx, Holding{Ref: Ref{"acme", "ApprovalRequest", "bad uid"}, Conn: "c-dead"}, seen); err == nil {
 		t.Fatal("Forget took an invalid ref")
 	}
