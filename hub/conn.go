@@ -169,6 +169,10 @@ func (c *conn) teardown() {
 // Ping does not answer a Close either). Either way its locks follow the release
 // grace. Run by onTimer.
 //
+// Its close frame reaches it only if the kernels have room for it: behind full buffers
+// the connection is cut without one (closeFrameGrace), and a client that reads again
+// gets what the kernels held, then the end of the connection (protocol/DECISIONS.md).
+//
 // So a client that stops reading is found by the next heartbeat, within PingEvery +
 // PongTimeout of its last Pong (35 s by default), however much the kernels buffer,
 // and before that only if its queue overflows or a write times out. The writes cost

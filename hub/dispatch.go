@@ -215,6 +215,14 @@ func (c *conn) answer(req protocol.Request, res locks.Result, err error) {
 	}
 	c.h.met.outcomes.WithLabelValues(string(req.Type), string(res.Outcome)).Inc()
 	ref := locks.Ref{Tenant: c.ident.Tenant, Type: req.EntityType, UID: req.EntityUID}
+	// A release that left the lock to other sockets of the holder, none of them here:
+	// they are on other instances, which may have died unnoticed, so it is pending
+	// (PROTOCOL.md §4, "An instance that dies"). One here (open, or closed within its
+	// grace) keeps the lock as the two-tab rule says: plainly released.
+	pending := res.Kept && !c.h.member.HeldElsewhere(holding(ref, c.ident.OID, c.id))
+	if pending {
+		c.h.met.pendingReleases.Inc()
+	}
 	switch res.Outcome {
 	case protocol.OutcomeAcquired, protocol.OutcomeRenewed, protocol.OutcomeTakenOver:
 		c.track(ref)
@@ -227,7 +235,7 @@ func (c *conn) answer(req protocol.Request, res locks.Result, err error) {
 	case protocol.OutcomeReleased, protocol.OutcomeNotHeld, protocol.OutcomeLost:
 		c.untrack(ref)
 	}
-	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Outcome: res.Outcome, Lock: res.Lock, PreviousHolder: res.PreviousHolder})
+	c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Outcome: res.Outcome, Lock: res.Lock, PreviousHolder: res.PreviousHolder, Pending: pending})
 }
 
 // overLockLimit answers too_many_locks, writing nothing, when a claim or takeover of

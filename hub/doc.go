@@ -101,8 +101,10 @@
 // An explicit release through a socket (a form closing, the browser client's pagehide)
 // follows the same rule at once, without the grace: it removes this socket from the set
 // and releases the lock only if no other socket of the holder is left in it; otherwise
-// it answers released for this socket and announces nothing. A release over HTTP has no
-// socket and drops the lock whoever uses it.
+// it answers released for this socket and announces nothing, with "pending":true when
+// none of the sockets left is on this instance (its Member's holdings): they may be a
+// dead instance's, not found yet (below). A release over HTTP has no socket and drops
+// the lock whoever uses it.
 //
 // The grace is timed by the instance where the socket closed (Run's release timers, a
 // FIFO since every job waits the same grace). The set is only a hint of who may still
@@ -117,10 +119,12 @@
 // closed. The holdings stay in Redis until that is done, so any live instance finishes
 // what a reaper that stopped began. Until the instance is found, a dead socket's id
 // keeps a release from the holder's live socket from dropping the lock (it counts as a
-// tab still open); the reaper's detach removes it and, the live tab's id being gone
-// too, releases the lock. A live tab that still holds the lock keeps it. With the
+// tab still open): that release answers pending, and the store notes when it was made.
+// When the instance is found and its last heartbeat is older than the note, the reaper
+// detaches the dead socket at once, and the lock goes then, without a second grace
+// (PROTOCOL.md §4, version 3). A live tab that still holds the lock keeps it. With the
 // defaults a lock of a dead instance goes at most about 20 s + the grace after the
-// death.
+// death, and one its holder released from a live tab about 20 s after.
 //
 // A graceful shutdown (Shutdown, 1001) detaches each socket's locks without releasing
 // them: its clients reconnect to another instance within the grace and claim again,

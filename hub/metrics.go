@@ -11,25 +11,27 @@ import (
 
 // metrics are the hub's Prometheus collectors, registered on Config.Registerer if any.
 type metrics struct {
-	sockets       prometheus.Gauge         // open sockets, authenticated or not
-	framesIn      *prometheus.CounterVec   // type
-	framesOut     *prometheus.CounterVec   // type
-	outcomes      *prometheus.CounterVec   // op, outcome
-	delivered     prometheus.Counter       // lock events queued to watchers
-	slow          *prometheus.CounterVec   // reason: queue, write
-	rateLimited   prometheus.Counter       // requests answered rate_limited
-	closes        *prometheus.CounterVec   // code
-	authFailures  prometheus.Counter       // tokens refused
-	resyncs       prometheus.Counter       // fresh snapshots sent after the feed came back
-	detaches      *prometheus.CounterVec   // why: grace (with the Member's, of dead instances), shutdown; outcome
-	requestTiming *prometheus.HistogramVec // type
-	limits        *prometheus.CounterVec   // limit: one of the limit* labels
-	views         prometheus.Gauge         // entities viewed, summed over sockets
-	presenceSent  prometheus.Counter       // presence changes queued to viewing sockets
-	nudges        *prometheus.CounterVec   // outcome: nudged, notHeld, unknown, rate_limited, forbidden
-	nudgesSent    prometheus.Counter       // nudges queued to holders' sockets
-	viewRefreshes prometheus.Counter       // refreshes of this instance's views in Redis
-	viewRestored  prometheus.Counter       // views Redis had lost, viewed again
+	sockets   prometheus.Gauge       // open sockets, authenticated or not
+	framesIn  *prometheus.CounterVec // type
+	framesOut *prometheus.CounterVec // type
+	outcomes  *prometheus.CounterVec // op, outcome
+	// pendingReleases: releases answered released with pending:true (dispatch.go)
+	pendingReleases prometheus.Counter
+	delivered       prometheus.Counter       // lock events queued to watchers
+	slow            *prometheus.CounterVec   // reason: queue, write
+	rateLimited     prometheus.Counter       // requests answered rate_limited
+	closes          *prometheus.CounterVec   // code
+	authFailures    prometheus.Counter       // tokens refused
+	resyncs         prometheus.Counter       // fresh snapshots sent after the feed came back
+	detaches        *prometheus.CounterVec   // why: grace (with the Member's, of dead instances), shutdown; outcome
+	requestTiming   *prometheus.HistogramVec // type
+	limits          *prometheus.CounterVec   // limit: one of the limit* labels
+	views           prometheus.Gauge         // entities viewed, summed over sockets
+	presenceSent    prometheus.Counter       // presence changes queued to viewing sockets
+	nudges          *prometheus.CounterVec   // outcome: nudged, notHeld, unknown, rate_limited, forbidden
+	nudgesSent      prometheus.Counter       // nudges queued to holders' sockets
+	viewRefreshes   prometheus.Counter       // refreshes of this instance's views in Redis
+	viewRestored    prometheus.Counter       // views Redis had lost, viewed again
 
 	// Resolved once: the write path counts every frame.
 	out map[protocol.FrameType]prometheus.Counter
@@ -69,6 +71,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		outcomes: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_outcomes_total", Help: "Answers to lock requests over sockets, by operation and outcome.",
 		}, []string{"op", "outcome"}),
+		pendingReleases: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_pending_releases_total", Help: "Releases over sockets answered released with pending:true: the lock stays its holder's through sockets on other instances only, until they let go or their instance is found dead (PROTOCOL.md §4).",
+		}),
 		delivered: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_events_delivered_total", Help: "Lock events queued to watching sockets.",
 		}),

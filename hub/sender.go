@@ -93,6 +93,7 @@ type sender struct {
 	presented map[string]int64          // per viewed entity, the version of the viewers last queued
 	code      websocket.StatusCode      // nonzero once closing
 	stopped   bool                      // stop was called: start no goroutine, queue nothing
+	slow      bool                      // tooSlow counted this socket
 	wg        sync.WaitGroup            // the writer goroutine and the closer; Add under mu while !stopped
 }
 
@@ -329,16 +330,22 @@ func (s *sender) close(code websocket.StatusCode, reason string) {
 }
 
 // tooSlow closes a socket whose client does not read fast enough: 4429, counted by
-// reason (slowQueue, slowWrite, slowRead).
+// reason (slowQueue, slowWrite, slowRead). A socket whose connection ended under it
+// without the hub closing it is counted all the same, once: a write that times out
+// inside coder/websocket (a Ping, a frame) cuts the connection itself, and the socket
+// may be torn down before the heartbeat or the writer gets here.
 func (s *sender) tooSlow(reason string) {
 	s.mu.Lock()
-	already := s.code != 0 || s.stopped
+	count := s.code == 0 && !s.slow
+	s.slow = s.slow || count
+	closed := s.code != 0 || s.stopped
 	s.mu.Unlock()
-	if already {
-		return
+	if count {
+		s.cfg.met.slow.WithLabelValues(reason).Inc()
 	}
-	s.cfg.met.slow.WithLabelValues(reason).Inc()
-	s.close(protocol.CloseTooMany, reasonTooSlow)
+	if !closed {
+		s.close(protocol.CloseTooMany, reasonTooSlow)
+	}
 }
 
 // closing reports whether close was called. Lock-free: any goroutine, any lock held.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -105,6 +106,77 @@ func TestStalledReader(t *testing.T) {
 	if got := th.metric("lockhub_hub_slow_disconnects_total", "reason=read"); got != 1 {
 		t.Fatalf("%v sockets closed for not reading, want only the stalled one", got)
 	}
+}
+
+// TestStalledReaderBehindFullBuffers: a watcher that stops reading once the kernels'
+// buffers are full (tiny buffers, big events; its queue never overflows) is found by
+// the heartbeat like any stalled reader, but its close frame cannot follow what the
+// kernels hold: the connection is cut without it. Reading again, the client gets
+// the frames the kernels held, then the end of the connection with no close frame
+// (what a browser reports as 1006), as the operator's page says (issue 30, item 2).
+func TestStalledReaderBehindFullBuffers(t *testing.T) {
+	// A Ping every second: the client stops reading after the first event, and the
+	// rest are written before the next Ping, which finds them unread (were none
+	// written, it would be taken for a dead peer, cut without a close frame too).
+	th, _ := startReal(t, hubOptions{hub: func(c *Config) { c.PingEvery, c.PongTimeout = time.Second, 500*time.Millisecond }, sndbuf: 8 << 10})
+	ctx := tctx(t)
+	name := strings.Repeat("n", 8<<10)
+	tok, err := th.dev.Issue("acme", "u-claimer", name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimer := th.dialRaw()
+	if _, err := claimer.Auth(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	stalled := dialSlow(t, th)
+	expect(t, protocol.OutcomeAcquired)(claimer.Claim(ctx, typ, "f-0"))
+	for { // read up to the first event, answering Pings meanwhile; then stop reading
+		_, b, err := stalled.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := protocol.DecodeServerFrame(b); err == nil && f.Event != nil {
+			break
+		}
+	}
+	// Far more than the kernels hold (a few dozen of these), far fewer than the queue.
+	for i := 1; i < 64; i++ {
+		expect(t, protocol.OutcomeAcquired)(claimer.Claim(ctx, typ, "f-"+itoa(i)))
+	}
+	redistest.Within(t, 20*time.Second, "the stalled reader closed and cut", func() error {
+		read, queue, write := th.metric("lockhub_hub_slow_disconnects_total", "reason=read"),
+			th.metric("lockhub_hub_slow_disconnects_total", "reason=queue"), th.metric("lockhub_hub_slow_disconnects_total", "reason=write")
+		if open := th.metric("lockhub_hub_sockets"); read != 1 || open != 1 {
+			return fmt.Errorf("closed for not reading %v, for the queue %v, for a write %v; %v sockets open; pong limit %v", read, queue, write, open, th.metric("lockhub_hub_limit_hits_total", "limit=pong_timeout"))
+		}
+		return nil
+	})
+	if got := th.metric("lockhub_hub_slow_disconnects_total", "reason=queue") + th.metric("lockhub_hub_slow_disconnects_total", "reason=write"); got != 0 {
+		t.Fatalf("closed for its queue or a write timeout (%v), not by the heartbeat: the test proved nothing", got)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var events int
+	for {
+		_, b, err := stalled.Read(rctx)
+		if err != nil {
+			if code := websocket.CloseStatus(err); code != -1 {
+				t.Fatalf("after %d events the connection ended with close code %d; want no close frame (the kernels were full)", events, code)
+			}
+			if rctx.Err() != nil {
+				t.Fatalf("after %d events the connection did not end: %v", events, err)
+			}
+			break
+		}
+		if f, err := protocol.DecodeServerFrame(b); err == nil && f.Event != nil {
+			events++
+		}
+	}
+	if events == 0 || events >= 63 {
+		t.Fatalf("read %d events of 63 before the end; want those the kernels held", events)
+	}
+	t.Logf("read %d events the kernels held, then the connection ended without a close frame", events)
 }
 
 // dialSlow opens a raw socket with a tiny receive buffer, authenticates it, watches

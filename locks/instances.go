@@ -25,7 +25,9 @@ import (
 // exactly one instance wins) and marks it reaped, due a grace later, in lockhub:reaped
 // (Reap). At once, its sockets stop counting for the two-tab rule wherever another
 // socket uses the lock (Forget): a live tab of the holder that releases it then is its
-// last. Once due, one instance at a time takes it for a turn (DueReaped), detaches its
+// last. Where a live tab released it already, after the dead instance was last seen
+// (a release made before the death was noticed, noted in lockleft:), the dead socket
+// is the last, and Forget says to detach it at once: that release takes effect now. Once due, one instance at a time takes it for a turn (DueReaped), detaches its
 // holdings with release, as if the socket had just closed: the lock is released unless
 // another socket of the holder, alive, still uses it; and then forgets it (FinishReap).
 // The holdings stay in Redis until then, so a reaper that stops or dies within the
@@ -360,22 +362,48 @@ func (s *core) alive(ctx context.Context, instance string) (bool, error) {
 	return err == nil, err
 }
 
+// Forgotten is what Forget did with a dead socket.
+type Forgotten int
+
+const (
+	// ForgetKept: the socket was left in the lock's sockets (its last), or was not
+	// there: the detach a grace later settles it.
+	ForgetKept Forgotten = iota
+	// ForgetDropped: the socket was dropped; another socket of the holder uses the lock.
+	ForgetDropped
+	// ForgetNow: the socket is the last, and the holder's other sockets let go of the
+	// lock after its instance was last seen: a release that waited for the death to be
+	// found (PROTOCOL.md §4). Detach it now, with release, not a grace later.
+	ForgetNow
+)
+
 // Forget drops the socket of a holding of a dead instance from its lock's sockets,
-// unless it is the last there, and reports whether it did (forget.lua). Called when
-// the instance is found dead: where the holder also uses the lock from a live socket,
-// the dead one no longer counts for the two-tab rule, so that the live one's release
-// is its last; where it is the last, it stays for the detach a grace later.
-func (s *Instances) Forget(ctx context.Context, h Holding) (bool, error) {
+// unless it is the last there, and reports what it did (forget.lua). Called when the
+// instance is found dead: where the holder also uses the lock from a live socket, the
+// dead one no longer counts for the two-tab rule, so that the live one's release is
+// its last; where it is the last, it stays for the detach a grace later, or, when the
+// holder's other sockets let go of the lock after lastSeen (the instance's last
+// heartbeat, its liveness record's score), Forget answers ForgetNow.
+func (s *Instances) Forget(ctx context.Context, h Holding, lastSeen time.Time) (Forgotten, error) {
 	if err := h.Ref.Validate(); err != nil {
-		return false, err
+		return ForgetKept, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	n, err := s.sc.forget.Run(ctx, s.rdb, []string{ConnsKey(h.Ref)}, h.Conn).Int()
+	// The record's score is the server's clock plus the tests' shift (beat.lua); the
+	// note in lockleft: is the server's clock alone.
+	seen := lastSeen.Add(-s.shift).UnixMilli()
+	n, err := s.sc.forget.Run(ctx, s.rdb, []string{ConnsKey(h.Ref), leftKey(h.Ref)}, h.Conn, seen).Int()
 	if err != nil {
-		return false, s.unavailable(ctx, opInstances, err)
+		return ForgetKept, s.unavailable(ctx, opInstances, err)
 	}
-	return n == 1, nil
+	switch n {
+	case 1:
+		return ForgetDropped, nil
+	case 2:
+		return ForgetNow, nil
+	}
+	return ForgetKept, nil
 }
 
 // Reattach puts the socket of a holding back into its lock's sockets, while the lock

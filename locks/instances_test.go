@@ -115,16 +115,19 @@ func testForget(t *testing.T, b backend) {
 	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, two, ada, "c-dead"))
 	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, two, ada, "c-live"))
 	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, one, ada, "c-dead"))
-	forget := func(r Ref, conn string, want bool) {
+	// The dead instance was last seen an hour ago: nothing let go of these since
+	// (no socket released one while another kept it).
+	seen := time.Now().Add(-time.Hour)
+	forget := func(r Ref, conn string, want Forgotten) {
 		t.Helper()
-		if got, err := s.Instances.Forget(ctx, Holding{Ref: r, Holder: ada.OID, Conn: conn}); err != nil || got != want {
+		if got, err := s.Instances.Forget(ctx, Holding{Ref: r, Holder: ada.OID, Conn: conn}, seen); err != nil || got != want {
 			t.Fatalf("Forget(%s, %s) = %v, %v; want %v", r.UID, conn, got, err, want)
 		}
 	}
-	forget(two, "c-dead", true)
-	forget(two, "c-dead", false) // not there any more
-	forget(one, "c-dead", false) // the last
-	forget(two, "c-live", false) // the last now
+	forget(two, "c-dead", ForgetDropped)
+	forget(two, "c-dead", ForgetKept) // not there any more
+	forget(one, "c-dead", ForgetKept) // the last
+	forget(two, "c-live", ForgetKept) // the last now
 	if got := c.SMembers(ctx, ConnsKey(two)).Val(); !slices.Equal(got, []string{"c-live"}) {
 		t.Fatalf("sockets of %s: %v, want c-live alone", two.UID, got)
 	}
@@ -149,7 +152,7 @@ func testForget(t *testing.T, b backend) {
 	if set, lock := c.PTTL(ctx, ConnsKey(two)).Val(), c.PTTL(ctx, LockKey(two)).Val(); set <= 0 || set > lock+time.Second {
 		t.Fatalf("sockets of %s expire in %v, the lock in %v: want about the lease", two.UID, set, lock)
 	}
-	forget(two, "c-dead", true)
+	forget(two, "c-dead", ForgetDropped)
 	// The live tab's release is now the last: the lock goes.
 	expect(t, protocol.OutcomeReleased)(s.Locks.Release(ctx, two, ada, "c-live"))
 	if n := c.Exists(ctx, LockKey(two)).Val(); n != 0 {
@@ -158,7 +161,47 @@ func testForget(t *testing.T, b backend) {
 	if l, err := s.Locks.Get(ctx, one); err != nil || l == nil || l.HolderOID != ada.OID {
 		t.Fatalf("%s after Forget: %+v, %v; want Ada's lock untouched", one.UID, l, err)
 	}
-	if _, err := s.Instances.Forget(ctx, Holding{Ref: Ref{"acme", "ApprovalRequest", "bad uid"}, Conn: "c-dead"}); err == nil {
+	// A release that left the lock to a dead socket alone, made after its instance was
+	// last seen, takes effect when the death is found: Forget says to detach it now.
+	// One made before the instance's last heartbeat (the socket lived after it) waits
+	// the grace, as a socket that closed does.
+	pend := Ref{"acme", "ApprovalRequest", "r-forget-3"}
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, pend, ada, "c-dead"))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, pend, ada, "c-live"))
+	if res, err := s.Locks.Release(ctx, pend, ada, "c-live"); err != nil || res.Outcome != protocol.OutcomeReleased || !res.Kept {
+		t.Fatalf("release from the live tab = %+v, %v; want released, kept by the other", res, err)
+	}
+	if set, note := c.PTTL(ctx, ConnsKey(pend)).Val(), c.PTTL(ctx, leftKey(pend)).Val(); note <= 0 || note > set {
+		t.Fatalf("the release noted for %v, the sockets live %v: want the note to go with them", note, set)
+	}
+	forget = func(r Ref, conn string, want Forgotten) {
+		t.Helper()
+		if got, err := s.Instances.Forget(ctx, Holding{Ref: r, Holder: ada.OID, Conn: conn}, seen); err != nil || got != want {
+			t.Fatalf("Forget(%s, %s, seen %v) = %v, %v; want %v", r.UID, conn, seen, got, err, want)
+		}
+	}
+	seen = time.Now().Add(time.Hour) // a heartbeat after the release
+	forget(pend, "c-dead", ForgetKept)
+	seen = time.Now().Add(-time.Hour)
+	forget(pend, "c-dead", ForgetNow)
+	forget(pend, "c-live", ForgetKept) // not there
+	expect(t, protocol.OutcomeReleased)(s.Locks.Detach(ctx, pend, ada, "c-dead", true))
+	if n := c.Exists(ctx, LockKey(pend), leftKey(pend)).Val(); n != 0 {
+		t.Fatalf("%d of the lock and its note left after the last socket's detach", n)
+	}
+	// So does a live tab that closed, its grace over: its detach leaves the lock to the
+	// dead socket alone. A detach without release (a shutdown) notes nothing.
+	closed := Ref{"acme", "ApprovalRequest", "r-forget-4"}
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, closed, ada, "c-dead"))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, closed, ada, "c-live"))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, closed, ada, "c-moved"))
+	expect(t, protocol.OutcomeNotHeld)(s.Locks.Detach(ctx, closed, ada, "c-moved", false))
+	if n := c.Exists(ctx, leftKey(closed)).Val(); n != 0 {
+		t.Fatal("a detach without release noted a release")
+	}
+	expect(t, protocol.OutcomeNotHeld)(s.Locks.Detach(ctx, closed, ada, "c-live", true)) // kept by c-dead
+	forget(closed, "c-dead", ForgetNow)
+	if _, err := s.Instances.Forget(ctx, Holding{Ref: Ref{"acme", "ApprovalRequest", "bad uid"}, Conn: "c-dead"}, seen); err == nil {
 		t.Fatal("Forget took an invalid ref")
 	}
 }

@@ -11,6 +11,7 @@ package locks
 //	lockval:{<tenant>}:<type>                        hash        lock writes, sweep    with the index
 //	lockseen:{<tenant>}:<type>                       hash        lock writes, sweep    with the index
 //	lockconn:{<tenant>}:<type>:<uid>                 set         claim, renew, detach  the lease
+//	lockleft:{<tenant>}:<type>:<uid>                 string      release, detach       with lockconn
 //	locksweep:{<tenant>}:<type>                      string      sweep                 a little under the sweep interval
 //	locksweepat:{<tenant>}:<type>                    string      sweep of a big type   10 minutes after the last sweep
 //	lockfeed:{<tenant>}                              hash        sweep                 feedKeyTTL after the last sweep
@@ -61,6 +62,12 @@ func seenKey(tenant, entityType string) string { return "lockseen:{" + tenant + 
 // r's lock: lockconn:{<tenant>}:<entityType>:<entityUid>. Ours, not the contract's;
 // it lives as long as the lease (see Locks.Detach).
 func ConnsKey(r Ref) string { return "lockconn:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
+
+// leftKey returns the key that notes when a socket last let go of r's lock while
+// another socket of its holder kept it: lockleft:{<tenant>}:<entityType>:<entityUid>,
+// Unix ms on the Redis server's clock. Ours; the scripts build it from ConnsKey
+// (prelude.lua's left_key), and it lives as long as the sockets set (forget.lua).
+func leftKey(r Ref) string { return "lockleft:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
 
 // sweepKey returns the key that marks a recent sweep of a tenant's type:
 // locksweep:{<tenant>}:<entityType>. Ours; it lives a little less than the sweep

@@ -34,6 +34,9 @@ type Result struct {
 	Lock *protocol.Lock
 	// PreviousHolder is set on OutcomeTakenOver.
 	PreviousHolder *protocol.Holder
+	// Kept is set on a release through a socket answered OutcomeReleased that let go of
+	// that socket's share only: another socket of the holder keeps the lock (Release).
+	Kept bool
 
 	// refused is a change the fair share refused (*LimitError, *RateError): the public
 	// method answers it as its error. Nothing was written.
@@ -170,7 +173,9 @@ func (s *core) extend(ctx context.Context, ref Ref, k keys, h protocol.Holder, c
 // notHeld (free, Lock nil, or someone else's, Lock says whose) or unknown. Released
 // through socket conn ("" over HTTP), it lets go of that socket's share only: while
 // another socket of h still uses the lock (the same person in another tab, see Detach)
-// the lock stays h's, nothing is published, and the answer is still released.
+// the lock stays h's, nothing is published, and the answer is still released, with
+// Kept set. When the sockets left prove to be a dead instance's, the lock goes as soon
+// as that instance is found (Member), not a grace later.
 func (s *Locks) Release(ctx context.Context, ref Ref, h protocol.Holder, conn string) (Result, error) {
 	return s.ReleaseBecause(ctx, ref, h, conn, AuditRelease)
 }
@@ -207,7 +212,7 @@ func (s *core) release(ctx context.Context, ref Ref, h protocol.Holder, conn str
 		s.published(protocol.OpReleased, 1)
 		return Result{Outcome: protocol.OutcomeReleased, Lock: lock}, nil
 	case releaseKept: // released for conn; another socket of h keeps it
-		return Result{Outcome: protocol.OutcomeReleased, Lock: lock}, nil
+		return Result{Outcome: protocol.OutcomeReleased, Lock: lock, Kept: true}, nil
 	case releaseNotHeld:
 		return Result{Outcome: protocol.OutcomeNotHeld, Lock: lock}, nil
 	}

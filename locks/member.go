@@ -72,7 +72,9 @@ import (
 //
 //   - found: at once its sockets stop counting for the two-tab rule wherever another
 //     socket of the holder uses the lock (Instances.Forget), so a live tab's release
-//     is the last and drops the lock;
+//     is the last and drops the lock; where a dead socket is the last because the
+//     holder's live sockets let go of the lock after the instance was last seen (a
+//     pending release), it is detached at once, with release;
 //   - due, ReleaseGrace later: one instance at a time, for a turn of InstanceTimeout,
 //     detaches its holdings with release, as if its sockets had just closed: a lock is
 //     released unless a live socket of its holder still uses it (Locks.Detach);
@@ -95,8 +97,11 @@ type Member struct {
 	running   atomic.Bool
 
 	// The holdings: changed by the sockets, taken by the writer.
-	mu     sync.Mutex
-	all    map[Holding]struct{} // guarded by mu; what the sockets hold now
+	mu  sync.Mutex
+	all map[Holding]struct{} // guarded by mu; what the sockets hold now
+	// byLock: guarded by mu; how many of all hold each lock for each holder
+	// (HeldElsewhere)
+	byLock map[heldLock]int
 	add    map[Holding]struct{} // guarded by mu; not yet written
 	remove map[Holding]struct{} // guarded by mu; not yet removed
 	whole  bool                 // guarded by mu; write all, not the changes
@@ -129,7 +134,7 @@ type MemberInstances interface {
 	Leave(ctx context.Context, instance string) error
 	Reap(ctx context.Context, timeout, grace time.Duration) ([]DeadInstance, error)
 	DueReaped(ctx context.Context, turn time.Duration) ([]DeadInstance, error)
-	Forget(ctx context.Context, h Holding) (bool, error)
+	Forget(ctx context.Context, h Holding, lastSeen time.Time) (Forgotten, error)
 	Alive(ctx context.Context, instance string) (bool, error)
 	Reattach(ctx context.Context, h Holding) (bool, error)
 	FinishReap(ctx context.Context, instance string) error
@@ -169,7 +174,8 @@ type MemberConfig struct {
 	Logger *slog.Logger
 	// Registerer receives the Member's metrics (lockhub_hub_dead_instances_total,
 	// lockhub_hub_taken_for_dead_total, lockhub_hub_reaped_locks_total,
-	// lockhub_hub_dead_sockets_forgotten_total, lockhub_hub_sockets_reattached_total:
+	// lockhub_hub_dead_sockets_forgotten_total, lockhub_hub_dead_sockets_released_total,
+	// lockhub_hub_sockets_reattached_total:
 	// named for the hub, which runs the Member). Nil means none are registered.
 	Registerer prometheus.Registerer
 	// Detached, when set, is called with the outcome of every detach of a dead
@@ -229,6 +235,7 @@ func NewMember(cfg MemberConfig) (*Member, error) {
 		met:       newMemberMetrics(cfg.Registerer),
 		detached:  cfg.Detached,
 		all:       map[Holding]struct{}{},
+		byLock:    map[heldLock]int{},
 		add:       map[Holding]struct{}{},
 		remove:    map[Holding]struct{}{},
 		leaving:   map[Holding]struct{}{},
@@ -255,13 +262,41 @@ func (m *Member) note(h Holding, held bool) {
 	delete(from, h)
 	delete(m.leaving, h)
 	to[h] = struct{}{}
-	if held {
+	_, had := m.all[h]
+	k := heldLock{h.Ref, h.Holder}
+	switch {
+	case held && !had:
 		m.all[h] = struct{}{}
-	} else {
+		m.byLock[k]++
+	case !held && had:
 		delete(m.all, h)
+		if m.byLock[k]--; m.byLock[k] <= 0 {
+			delete(m.byLock, k)
+		}
 	}
 	m.mu.Unlock()
 	m.poke()
+}
+
+// heldLock is one lock held for one holder, through any number of sockets.
+type heldLock struct {
+	ref    Ref
+	holder string
+}
+
+// HeldElsewhere reports whether another socket of this instance holds h's lock for
+// h's holder (Hold without Drop yet: open, or closed and within its grace). A release
+// through h's socket that left the lock to other sockets of its holder is pending
+// when none of them is here (PROTOCOL.md §4): they are on other instances, and
+// nothing tells a live one from one that died and is not found yet.
+func (m *Member) HeldElsewhere(h Holding) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.byLock[heldLock{h.Ref, h.Holder}]
+	if _, held := m.all[h]; held {
+		n--
+	}
+	return n > 0
 }
 
 // Leaving marks that h's socket is letting go of its lock, to call before the store
@@ -559,7 +594,11 @@ func (m *Member) reattach(ctx context.Context) {
 
 // forgetDead drops a dead instance's sockets from the locks where another socket
 // uses them, as soon as the instance is found dead: the two-tab rule then counts the
-// live sockets alone. What fails open here is detached a grace later all the same.
+// live sockets alone. Where the dead socket is the last and its holder's live sockets
+// let go of the lock since the instance was last seen (a pending release, PROTOCOL.md
+// §4), it detaches it at once, with release: that release takes effect now, without
+// waiting the grace again. What fails open here is detached a grace later all the
+// same.
 func (m *Member) forgetDead(ctx context.Context, d DeadInstance) {
 	// One found with others waits its turn here: if its record is back by then (it
 	// lived), its sockets count, and its own reattach may have run already.
@@ -567,8 +606,16 @@ func (m *Member) forgetDead(ctx context.Context, d DeadInstance) {
 		return
 	}
 	eachHolding(d.Holdings, func(hd Holding) {
-		if forgot, err := m.instances.Forget(ctx, hd); err == nil && forgot {
+		f, err := m.instances.Forget(ctx, hd, d.LastSeen)
+		switch {
+		case err != nil:
+		case f == ForgetDropped:
 			m.met.forgotten.Inc()
+		case f == ForgetNow:
+			res, err := m.locks.Detach(ctx, hd.Ref, protocol.Holder{OID: hd.Holder}, hd.Conn, true)
+			if err == nil && res.Outcome == protocol.OutcomeReleased {
+				m.met.pendingReleased.Inc()
+			}
 		}
 	})
 }
@@ -616,6 +663,9 @@ type memberMetrics struct {
 	reapedLocks   prometheus.Counter // locks of dead instances' sockets detached here
 	forgotten     prometheus.Counter // dead sockets dropped at once from locks a live socket uses
 	reattached    prometheus.Counter // this instance's sockets put back after it was taken for dead
+	// pendingReleased: locks released as soon as their dead instance was found, their
+	// holder's live sockets having let go of them since it was last seen
+	pendingReleased prometheus.Counter
 }
 
 func newMemberMetrics(reg prometheus.Registerer) memberMetrics {
@@ -632,6 +682,9 @@ func newMemberMetrics(reg prometheus.Registerer) memberMetrics {
 		}),
 		forgotten: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_dead_sockets_forgotten_total", Help: "Sockets of dead instances that stopped counting for the two-tab rule as soon as the instance was found dead, on locks another socket of the holder used.",
+		}),
+		pendingReleased: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_dead_sockets_released_total", Help: "Locks released as soon as the dead instance whose socket still held them was found, not a release grace later: every live socket of their holder had let go of them since that instance was last seen (a release answered pending, PROTOCOL.md §4).",
 		}),
 		reattached: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_sockets_reattached_total", Help: "Sockets of this instance put back into their locks' sockets after it found it was taken for dead (a reaper had dropped them for the two-tab rule).",

@@ -522,7 +522,7 @@ func TestMemberReattach(t *testing.T) {
 		expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, r, ada, "c-other"))
 		m.Hold(Holding{Ref: r, Holder: ada.OID, Conn: "c-1"})
 	}
-	if forgot, err := s.Instances.Forget(ctx, Holding{Ref: kept, Holder: ada.OID, Conn: "c-1"}); err != nil || !forgot {
+	if forgot, err := s.Instances.Forget(ctx, Holding{Ref: kept, Holder: ada.OID, Conn: "c-1"}, time.Now().Add(-time.Hour)); err != nil || forgot != ForgetDropped {
 		t.Fatalf("Forget = %v, %v", forgot, err)
 	}
 	leaving := Holding{Ref: released, Holder: ada.OID, Conn: "c-1"}
@@ -619,8 +619,88 @@ func TestMemberConfig(t *testing.T) {
 		t.Fatalf("defaults: timeout %v, grace %v, every %v", m.timeout, m.grace, m.every)
 	}
 	names := []string{"lockhub_hub_dead_instances_total", "lockhub_hub_taken_for_dead_total", "lockhub_hub_reaped_locks_total",
-		"lockhub_hub_dead_sockets_forgotten_total", "lockhub_hub_sockets_reattached_total"}
+		"lockhub_hub_dead_sockets_forgotten_total", "lockhub_hub_sockets_reattached_total", "lockhub_hub_dead_sockets_released_total"}
 	if n, err := testutil.GatherAndCount(reg, names...); err != nil || n != len(names) {
 		t.Fatalf("%d of the Member's %d metrics registered (%v)", n, len(names), err)
 	}
+}
+
+// TestMemberPendingRelease: Ada holds r-2 in two tabs, one on an instance that died
+// unnoticed; her live tab releases it (the release is kept: the dead tab's socket is
+// still in the lock's sockets). When the instance is found dead the lock goes at once,
+// not a release grace later (PROTOCOL.md §4, version 3), while r-1, held through the
+// dead tab alone, still waits its grace.
+func TestMemberPendingRelease(t *testing.T) {
+	const grace = time.Minute // far beyond the test: what goes, goes at once
+	s, c := realStore(t, Config{})
+	ctx := ctxT(t)
+	alone := Ref{"acme", "ApprovalRequest", "r-1"} // through the dead socket alone
+	both := Ref{"acme", "ApprovalRequest", "r-2"}  // the live tab releases it
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, alone, ada, "c-dead"))
+	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, both, ada, "c-dead"))
+	expect(t, protocol.OutcomeRenewed)(s.Locks.Claim(ctx, both, ada, "c-live"))
+	held := []Holding{{Ref: alone, Holder: ada.OID, Conn: "c-dead"}, {Ref: both, Holder: ada.OID, Conn: "c-dead"}}
+	if err := s.Instances.UpdateHoldings(ctx, "i-dead", held, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Its last heartbeat, now; then it dies.
+	if _, err := s.Instances.Heartbeat(ctx, "i-dead"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Locks.Release(ctx, both, ada, "c-live")
+	if err != nil || res.Outcome != protocol.OutcomeReleased || !res.Kept {
+		t.Fatalf("release from the live tab = %+v, %v; want released, kept by the dead tab", res, err)
+	}
+	if n := c.Exists(ctx, LockKey(both)).Val(); n != 1 {
+		t.Fatal("r-2 released before its other socket's instance was found dead")
+	}
+	m, _ := runMember(t, s, MemberConfig{ReleaseGrace: grace})
+	redistest.Eventually(t, "r-2 released once the instance is found dead", func() bool {
+		return c.Exists(ctx, LockKey(both)).Val() == 0
+	})
+	if got := count(m.met.deadInstances); got != 1 {
+		t.Fatalf("lockhub_hub_dead_instances_total = %v, want 1", got)
+	}
+	if got := count(m.met.pendingReleased); got != 1 {
+		t.Fatalf("lockhub_hub_dead_sockets_released_total = %v, want 1", got)
+	}
+	if n := c.Exists(ctx, LockKey(alone)).Val(); n != 1 {
+		t.Fatal("r-1, held through the dead socket alone, released before its grace")
+	}
+}
+
+// TestMemberHeldElsewhere: whether another socket of this instance holds a lock for
+// the same holder, as the hub asks to tell a pending release from a plain one.
+func TestMemberHeldElsewhere(t *testing.T) {
+	s, _ := realStore(t, Config{})
+	m, err := NewMember(MemberConfig{Instances: s.Instances, Locks: s.Locks}) // not run: no Redis call here
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := Ref{"acme", "ApprovalRequest", "r-1"}
+	tab1 := Holding{Ref: ref, Holder: ada.OID, Conn: "c-1"}
+	tab2 := Holding{Ref: ref, Holder: ada.OID, Conn: "c-2"}
+	other := Holding{Ref: Ref{"acme", "ApprovalRequest", "r-2"}, Holder: ada.OID, Conn: "c-2"}
+	graceTab := Holding{Ref: ref, Holder: grace.OID, Conn: "c-3"}
+	check := func(step string, h Holding, want bool) {
+		t.Helper()
+		if got := m.HeldElsewhere(h); got != want {
+			t.Fatalf("%s: HeldElsewhere(%s) = %v, want %v", step, h.Conn, got, want)
+		}
+	}
+	m.Hold(tab1)
+	m.Hold(other)
+	m.Hold(graceTab)
+	check("one tab", tab1, false)
+	m.Hold(tab2)
+	m.Hold(tab2) // twice: counted once
+	check("two tabs", tab1, true)
+	check("two tabs", tab2, true)
+	m.Drop(tab2)
+	m.Drop(tab2)
+	check("the other dropped", tab1, false)
+	m.Drop(tab1)
+	check("neither", tab1, false)
+	m.Hold(tab2)
+	check("the other only, asked for one not held", tab1, true)
 }

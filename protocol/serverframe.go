@@ -48,17 +48,25 @@ func (w Welcome) MarshalJSON() ([]byte, error) {
 //	claim, renew, release, takeover   {"id":"7","type":"result","outcome":"acquired","lock":{..}}
 //	                                  "lock" is null when Lock is nil
 //	takeover of a held lock           {"id":"8","type":"result","outcome":"takenOver","lock":{..},"previousHolder":{..}}
+//	a release that takes effect later {"id":"9","type":"result","outcome":"released","lock":{..},"pending":true}
 //	unwatch, auth with an id          {"id":"10","type":"result","outcome":"unwatched"}
 //	unview, nudge (Bare)              {"id":"21","type":"result","outcome":"unviewed"}
 //	mine (Outcome empty)              {"id":"11","type":"result","locks":[..]}
 //
-// PreviousHolder is written with OutcomeTakenOver only; Locks marshals as [] when nil.
+// PreviousHolder is written with OutcomeTakenOver only, Pending with OutcomeReleased
+// only; Locks marshals as [] when nil.
 type Result struct {
 	ID             string  `json:"id"`
 	Outcome        Outcome `json:"outcome,omitempty"`
 	Lock           *Lock   `json:"lock,omitempty"`
 	PreviousHolder *Holder `json:"previousHolder,omitempty"`
 	Locks          []Lock  `json:"locks,omitempty"`
+	// Pending (version 3, PROTOCOL.md §4 "An instance that dies"): a release through a
+	// socket that let go of the socket's share, while the lock stays its holder's
+	// through sockets on other instances only. Nothing tells a live one from one of an
+	// instance that died and is not found yet: if they are dead, the lock goes when
+	// the death is found; if they live, when they let go.
+	Pending bool `json:"pending,omitempty"`
 	// Bare says the answer carries the outcome alone, no lock: unview's and nudge's
 	// (version 2, §9), whose notHeld says nothing of a lock.
 	Bare bool `json:"-"`
@@ -89,13 +97,17 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	if r.Outcome != OutcomeTakenOver {
 		r.PreviousHolder = nil
 	}
+	if r.Outcome != OutcomeReleased {
+		r.Pending = false
+	}
 	return json.Marshal(struct {
 		ID             string    `json:"id"`
 		Type           FrameType `json:"type"`
 		Outcome        Outcome   `json:"outcome"`
 		Lock           *Lock     `json:"lock"`
 		PreviousHolder *Holder   `json:"previousHolder,omitempty"`
-	}{r.ID, FrameResult, r.Outcome, r.Lock, r.PreviousHolder})
+		Pending        bool      `json:"pending,omitempty"`
+	}{r.ID, FrameResult, r.Outcome, r.Lock, r.PreviousHolder, r.Pending})
 }
 
 // Snapshot answers watch with the live locks of a type (PROTOCOL.md §4):
@@ -199,6 +211,7 @@ type serverWire struct {
 	Outcome        Outcome `json:"outcome"`
 	Lock           *Lock   `json:"lock"`
 	PreviousHolder *Holder `json:"previousHolder"`
+	Pending        bool    `json:"pending"`
 	By             *Holder `json:"by"`
 	Locks          []Lock  `json:"locks"`
 	EntityType     string  `json:"entityType"`
@@ -254,6 +267,8 @@ func DecodeServerFrame(data []byte) (ServerFrame, error) {
 			r.Bare = true
 		case OutcomeTakenOver:
 			r.Lock, r.PreviousHolder = w.Lock, w.PreviousHolder
+		case OutcomeReleased:
+			r.Lock, r.Pending = w.Lock, w.Pending
 		default:
 			r.Lock = w.Lock
 		}

@@ -29,7 +29,8 @@
 --   "released"  no socket was left, so it was dropped, published Released;
 --               value = the value that was stored
 --   "kept"      the socket is forgotten and the lock left as it is: the socket was not
---               in the set, release was not asked, or another socket uses it; value nil
+--               in the set, release was not asked, or another socket uses it (then
+--               noted, lockleft: in prelude.lua); value nil
 --   "notHeld"   the socket was the last, but the lock is gone (value nil) or someone
 --               else's (value = the stored value)
 -- A socket that is not in the set has no say: the lock was claimed afresh since
@@ -39,12 +40,16 @@ sharing(15)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if redis.call('SREM', KEYS[4], ARGV[8]) == 0 then return reply('kept', false) end
-if ARGV[9] ~= '1' or redis.call('SCARD', KEYS[4]) > 0 then return reply('kept', false) end
+if ARGV[9] ~= '1' then return reply('kept', false) end
+if redis.call('SCARD', KEYS[4]) > 0 then
+  left(KEYS[4])
+  return reply('kept', false)
+end
 
 if not v then return reply('notHeld', false) end
 if not holds(v, ARGV[7]) then return reply('notHeld', v) end
 disown(ARGV[7], KEYS[1])
-redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[1], left_key(KEYS[4]))
 redis.call('ZREM', KEYS[2], KEYS[1])
 redis.call('HDEL', KEYS[3], KEYS[1])
 unsee(KEYS[1])

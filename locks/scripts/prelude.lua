@@ -332,6 +332,24 @@ local function attach(conns, conn, lease)
   end
 end
 
+-- A release made while a dead, not yet found, instance's socket keeps the lock
+-- (PROTOCOL.md §4, "An instance that dies"). A socket that lets go of a lock that
+-- another socket of its holder keeps (release.lua, detach.lua) notes when, on the
+-- Redis server's clock (Unix ms), in lockleft:{tenant}:type:uid, built here from the
+-- sockets key (same tag, same slot), for as long as the sockets live. When the instance
+-- of the sockets left is found dead and its last heartbeat is older than that, they
+-- kept the lock only by being dead: it goes at once (forget.lua), not a grace later.
+local function left_key(conns)
+  return 'lockleft:' .. string.sub(conns, 10) -- after 'lockconn:'
+end
+
+local function left(conns)
+  local ttl = redis.call('PTTL', conns)
+  if ttl <= 0 then return end
+  local t = redis.call('TIME')
+  redis.call('SET', left_key(conns), tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'PX', ttl)
+end
+
 -- Other writers (PROTOCOL.md §8). The values hash keeps, per lock key, the value
 -- lockhub last announced; every lockhub script keeps it in step with the key. A key
 -- that differs from its copy was changed by another program (the .NET API), which

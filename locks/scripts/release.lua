@@ -21,7 +21,8 @@
 -- Returns {status, value, found, trimmed}, status one of (releaseReply in scripts.go):
 --   "released"  dropped, published Released; value = the value that was stored
 --   "kept"      the socket let go, but another socket of the holder keeps the lock;
---               nothing published; value = the stored value
+--               nothing published, when noted (lockleft:, prelude.lua); value = the
+--               stored value
 --   "notHeld"   gone (value nil) or someone else's (value = the stored value)
 --   "rateLimited"  it would be dropped, but the caller made as many changes as the
 --               share allows; nothing written (the socket keeps its share); value = ms
@@ -36,13 +37,14 @@ if ARGV[8] ~= '' then
   local others = redis.call('SCARD', KEYS[4]) - redis.call('SISMEMBER', KEYS[4], ARGV[8])
   if others > 0 then
     redis.call('SREM', KEYS[4], ARGV[8])
+    left(KEYS[4])
     return reply('kept', v)
   end
 end
 local wait = take(ARGV[7], 1)
 if wait > 0 then return reply('rateLimited', tostring(wait)) end
 disown(ARGV[7], KEYS[1])
-redis.call('DEL', KEYS[1], KEYS[4])
+redis.call('DEL', KEYS[1], KEYS[4], left_key(KEYS[4]))
 redis.call('ZREM', KEYS[2], KEYS[1])
 redis.call('HDEL', KEYS[3], KEYS[1])
 unsee(KEYS[1])

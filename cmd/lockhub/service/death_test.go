@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -19,8 +20,11 @@ import (
 // the locks its sockets claimed for longer than the release grace + 30 s (PROTOCOL.md
 // §4, "An instance that dies"), and its sockets stop counting for the two-tab rule: on
 // redis-server and on the 6-node cluster, a live instance in this process releases
-// a lock held only through the dead one (one tab), one whose live tab released it (two
-// tabs), and keeps one whose live tab still holds it, until that tab lets go.
+// a lock held only through the dead one (one tab) after the grace, one whose live tab
+// released it after the kill (two tabs) as soon as the death is found, that release
+// having answered released with "pending":true (version 3), and keeps one whose live
+// tab still holds it, until that tab lets go. A release that leaves the lock to
+// another tab on the same instance is not pending.
 func TestInstanceDeath(t *testing.T) {
 	bin := buildBinary(t)
 	t.Run("standalone", func(t *testing.T) {
@@ -34,7 +38,10 @@ func TestInstanceDeath(t *testing.T) {
 }
 
 func testInstanceDeath(t *testing.T, bin string, redisArgs []string, rdb redis.UniversalClient) {
-	const grace = 300 * time.Millisecond
+	// A grace longer than finding the death takes (--instance-timeout 1.5s: at most
+	// 2 s), so that a lock released when the death is found is told from one released
+	// a grace after.
+	const grace = 4 * time.Second
 	args := append([]string{"--dev", "--release-grace", grace.String(), "--instance-timeout", "1500ms", "--presence-ttl", "1500ms"}, redisArgs...)
 	dead := startBinary(t, bin, append([]string{"--listen", "127.0.0.1:0"}, args...))
 	live := start(t, args, env())
@@ -93,6 +100,13 @@ func testInstanceDeath(t *testing.T, bin string, redisArgs []string, rdb redis.U
 		}
 		return n.Load() >= 5
 	})
+	// Two tabs on the live instance: a release by one leaves the lock to the other,
+	// which lives, so it is not pending.
+	near, _ := tab(live.url, "r-4")
+	tab(live.url, "r-4")
+	if r, err := near.Release(ctx, "ApprovalRequest", "r-4"); err != nil || r.Outcome != protocol.OutcomeReleased || r.Pending {
+		t.Fatalf("release of r-4 from one of two tabs on one instance: %+v, %v; want released, not pending", r, err)
+	}
 
 	if err := dead.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -100,19 +114,38 @@ func testInstanceDeath(t *testing.T, bin string, redisArgs []string, rdb redis.U
 	killed := time.Now()
 	<-dead.exited
 	dead.exited <- nil
-	if r, err := releaser.Release(ctx, "ApprovalRequest", "r-2"); err != nil || r.Outcome != protocol.OutcomeReleased {
-		t.Fatalf("release from the live tab: %v %v", r.Outcome, err)
+	// Nothing tells the dead instance from a slow one yet: the release from the live
+	// tab takes effect when the death is found, and says so.
+	if r, err := releaser.Release(ctx, "ApprovalRequest", "r-2"); err != nil || r.Outcome != protocol.OutcomeReleased || !r.Pending {
+		t.Fatalf("release from the live tab: %+v, %v; want released, pending", r, err)
+	}
+	// Dave claims r-2 as soon as it is free: when the death is found, not a grace
+	// later. r-1, held through the dead tab alone, waits its grace meanwhile.
+	dave := dialAuth(t, "ws"+strings.TrimPrefix(live.url, "http")+"/ws", devToken(t, live.url, "u-dave"))
+	redistest.Within(t, grace, "r-2 free before a grace has passed since the kill", func() error {
+		if n := rdb.Exists(ctx, key("r-2")).Val(); n != 0 {
+			return errors.New("r-2 still held")
+		}
+		return nil
+	})
+	if r, err := dave.Claim(ctx, "ApprovalRequest", "r-2"); err != nil || r.Outcome != protocol.OutcomeAcquired {
+		t.Fatalf("Dave's claim of r-2: %+v, %v; want acquired", r, err)
+	}
+	t.Logf("Dave acquired r-2 %s after the kill", time.Since(killed).Round(time.Millisecond))
+	if n := rdb.Exists(ctx, key("r-1")).Val(); n != 1 {
+		t.Fatal("r-1, held through the dead tab alone, released before its grace")
 	}
 	bound := grace + 30*time.Second
-	for _, uid := range []string{"r-1", "r-2"} {
-		redistest.Within(t, bound-time.Since(killed), uid+" released after the instance died", func() error {
-			if n := rdb.Exists(ctx, key(uid)).Val(); n != 0 {
-				return fmt.Errorf("%s still held", uid)
-			}
-			return nil
-		})
-		t.Logf("%s released %s after the kill", uid, time.Since(killed).Round(time.Millisecond))
+	redistest.Within(t, bound-time.Since(killed), "r-1 released after the instance died", func() error {
+		if n := rdb.Exists(ctx, key("r-1")).Val(); n != 0 {
+			return errors.New("r-1 still held")
+		}
+		return nil
+	})
+	if since := time.Since(killed); since < grace {
+		t.Fatalf("r-1 released %v after the kill, before the grace of %v", since, grace)
 	}
+	t.Logf("r-1 released %s after the kill", time.Since(killed).Round(time.Millisecond))
 	// r-3: the dead socket's id is gone from its sockets, the live tab's is left, and the
 	// lock stays with it.
 	redistest.Within(t, bound-time.Since(killed), "the dead socket forgotten on r-3", func() error {
@@ -160,10 +193,12 @@ func testInstanceDeath(t *testing.T, bin string, redisArgs []string, rdb redis.U
 	}
 	m := call(t, "GET", live.url+"/metrics", "", "").raw
 	// r-3's dead socket was forgotten when the instance was found (r-2's live tab had
-	// released before): one.
-	if !strings.Contains(m, "lockhub_hub_dead_instances_total 1") || !strings.Contains(m, "lockhub_hub_reaped_locks_total 3") ||
-		!strings.Contains(m, "lockhub_hub_dead_sockets_forgotten_total 1") {
-		t.Fatalf("metrics do not show the dead instance, its 3 locks and r-3's forgotten socket:\n%s", grep(m, "lockhub_hub_"))
+	// released before): one; r-2's was detached then, its release pending: one.
+	for _, want := range []string{"lockhub_hub_dead_instances_total 1", "lockhub_hub_reaped_locks_total 3",
+		"lockhub_hub_dead_sockets_forgotten_total 1", "lockhub_hub_dead_sockets_released_total 1", "lockhub_hub_pending_releases_total 1"} {
+		if !strings.Contains(m, want+"\n") {
+			t.Fatalf("metrics do not show %s:\n%s", want, grep(m, "lockhub_hub_"))
+		}
 	}
 	if !strings.Contains(live.logs.String(), "stopped without shutting down") {
 		t.Fatalf("no warning about the dead instance:\n%s", live.logs)
