@@ -115,7 +115,7 @@ func TestBinaryFairShareAndHardening(t *testing.T) {
 					for range 30 {
 						req, _ := http.NewRequestWithContext(ctx, "GET", aURL+"/api/me/locks", nil)
 						req.Header.Set("Authorization", "Bearer "+tok)
-						res, err := http.DefaultClient.Do(req)
+						res, err := testClient.Do(req)
 						if err != nil {
 							t.Error(err)
 							return
@@ -200,7 +200,7 @@ func TestBinaryFairShareAndHardening(t *testing.T) {
 			for host, want := range map[string]int{"localhost:" + port: 200, "127.0.0.1:" + port: 200, "rebound.example:" + port: 403, "rebound.example": 403} {
 				req, _ := http.NewRequestWithContext(ctx, "POST", aURL+"/dev/token", strings.NewReader(`{"tenant":"acme","oid":"u-ada"}`))
 				req.Host = host
-				res, err := http.DefaultClient.Do(req)
+				res, err := testClient.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
