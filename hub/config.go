@@ -172,6 +172,12 @@ type Config struct {
 	// PongTimeout is how long a Ping may go unanswered. Zero means
 	// protocol.PongTimeout (10s).
 	PongTimeout time.Duration
+	// ReadStall bounds how long a frame written to a socket may go unread: a socket
+	// with frames written since its last Pong is pinged ReadStall - PongTimeout after
+	// that Pong rather than PingEvery after it, and closed with 4429 if it does not
+	// answer. Zero means DefaultReadStall; a value of PingEvery + PongTimeout or more
+	// leaves the heartbeat as it is.
+	ReadStall time.Duration
 	// InstanceTimeout is how long an instance may go without refreshing its liveness
 	// record before the others take it for dead and release its sockets' locks after
 	// the grace: setting "instance-timeout". Records are refreshed every third of it.
@@ -207,6 +213,7 @@ const (
 	DefaultMaxPendingAuthPerIP = 100
 	DefaultMaxSocketsPerPerson = 20
 	DefaultPingEvery           = 25 * time.Second
+	DefaultReadStall           = 30 * time.Second // issue 26: a stalled reader closed within 30 s
 	// DefaultInstanceTimeout: a dead instance's locks go at most 20 s + the grace after
 	// it died (the contract allows the grace + 30 s).
 	DefaultInstanceTimeout = locks.DefaultInstanceTimeout
@@ -246,7 +253,7 @@ func (c Config) withDefaults() (Config, error) {
 	for _, f := range []named[time.Duration]{
 		{"AuthTimeout", c.AuthTimeout},
 		{"TokenLeeway", c.TokenLeeway}, {"WriteTimeout", c.WriteTimeout}, {"OverRateGrace", c.OverRateGrace},
-		{"SweepInterval", c.SweepInterval}, {"NudgeEvery", c.NudgeEvery},
+		{"SweepInterval", c.SweepInterval}, {"NudgeEvery", c.NudgeEvery}, {"ReadStall", c.ReadStall},
 	} {
 		if f.value < 0 {
 			return c, fmt.Errorf("hub: Config.%s must not be negative", f.name)
@@ -299,6 +306,7 @@ func (c Config) withDefaults() (Config, error) {
 	c.MaxLocksPerSocket = cmp.Or(c.MaxLocksPerSocket, DefaultMaxLocksPerSocket)
 	c.PingEvery = cmp.Or(c.PingEvery, DefaultPingEvery)
 	c.PongTimeout = cmp.Or(c.PongTimeout, protocol.PongTimeout)
+	c.ReadStall = cmp.Or(c.ReadStall, DefaultReadStall)
 	c.InstanceTimeout = cmp.Or(c.InstanceTimeout, DefaultInstanceTimeout)
 	c.ViewTTL = cmp.Or(c.ViewTTL, DefaultViewTTL)
 	c.MaxViewsPerSocket = cmp.Or(c.MaxViewsPerSocket, protocol.MaxViewsPerSocket)

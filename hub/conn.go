@@ -107,8 +107,8 @@ func (c *conn) run() {
 	c.mu.Lock()
 	now := time.Now()
 	c.lastPong = now
-	c.closeAt, c.pingAt = now.Add(c.h.cfg.AuthTimeout), now.Add(c.h.cfg.PingEvery)
-	c.timer = time.AfterFunc(min(c.h.cfg.AuthTimeout, c.h.cfg.PingEvery), c.onTimer)
+	c.closeAt, c.pingAt = now.Add(c.h.cfg.AuthTimeout), c.h.nextCheck(now)
+	c.timer = time.AfterFunc(min(c.h.cfg.AuthTimeout, time.Until(c.pingAt)), c.onTimer)
 	c.mu.Unlock()
 	c.readLoop()
 	c.teardown()
@@ -173,8 +173,9 @@ func (c *conn) teardown() {
 // the connection is cut without one (closeFrameGrace), and a client that reads again
 // gets what the kernels held, then the end of the connection (protocol/DECISIONS.md).
 //
-// So a client that stops reading is found by the next heartbeat, within PingEvery +
-// PongTimeout of its last Pong (35 s by default), however much the kernels buffer,
+// So a client that stops reading is found by the next heartbeat: within ReadStall (30 s
+// by default) of the first frame it left unread, PingEvery + PongTimeout (35 s) of its
+// last Pong when nothing was written to it, however much the kernels buffer,
 // and before that only if its queue overflows or a write times out. The writes cost
 // the heartbeat a count and nothing more: no Ping, timer or wake-up follows a frame
 // written, so a fan-out to many sockets is not followed by as many Pings (issue 26).
@@ -199,7 +200,7 @@ func (c *conn) heartbeat() {
 		c.pinging = false
 		if err == nil {
 			c.lastPong, c.read = time.Now(), before
-			c.pingAtLocked(c.lastPong.Add(c.h.cfg.PingEvery))
+			c.pingAtLocked(c.h.nextCheck(c.lastPong))
 		}
 		unread := c.out.writesDone() > c.read
 		c.mu.Unlock()
@@ -232,6 +233,19 @@ func (c *conn) heartbeat() {
 // be written, before it is cut.
 const closeFrameGrace = time.Second
 
+// nextCheck is when the heartbeat next looks at a socket whose last Pong came at
+// lastPong: PingEvery later, or earlier when Config.ReadStall asks, so that a frame
+// written just after a Pong and never read is found within ReadStall (onTimer then
+// pings only if something was written since the Pong: one more timer firing a
+// heartbeat, never one per frame).
+func (h *Hub) nextCheck(lastPong time.Time) time.Time {
+	early := h.cfg.ReadStall - h.cfg.PongTimeout
+	if early <= 0 || early >= h.cfg.PingEvery {
+		return lastPong.Add(h.cfg.PingEvery)
+	}
+	return lastPong.Add(early)
+}
+
 // pingAtLocked starts the next heartbeat at t (now, if t has passed).
 func (c *conn) pingAtLocked(t time.Time) {
 	c.pingAt = t
@@ -261,6 +275,11 @@ func (c *conn) onTimer() {
 	pingDue := !c.pingAt.IsZero() && !now.Before(c.pingAt)
 	if pingDue {
 		c.pingAt = time.Time{} // the heartbeat sets the next
+		// The early look of Config.ReadStall: nothing written since the last Pong, so
+		// nothing unread; the Ping waits for its PingEvery.
+		if full := c.lastPong.Add(c.h.cfg.PingEvery); now.Before(full) && c.out.writesDone() <= c.read {
+			c.pingAt, pingDue = full, false
+		}
 	}
 	if !closeDue {
 		c.armLocked()

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -68,11 +69,16 @@ func churn(t *testing.T, th *testHub, seed uint64) (stop func()) {
 	for i, c := range claimers {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(i), seed))
+			// Under the socket's rate (PROTOCOL.md §4: 50 frames a second, bursts of
+			// 100): unpaced, a churn that outlasted its burst (a slow crowd on a loaded
+			// machine) was answered rate_limited.
+			pace := time.NewTicker(time.Second / 40)
+			defer pace.Stop()
 			for {
 				select {
 				case <-done:
 					return
-				default:
+				case <-pace.C:
 				}
 				uid := "o-" + itoa(rng.IntN(10))
 				var err error

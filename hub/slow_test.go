@@ -108,6 +108,42 @@ func TestStalledReader(t *testing.T) {
 	}
 }
 
+// TestReadStall: a frame left unread is found within Config.ReadStall, not only at the
+// next PingEvery: the socket is pinged early because something was written since its
+// last Pong, and closed with 4429 (issue 26: a stalled reader closed within 30 s,
+// where PingEvery + PongTimeout is 35). A socket that reads stays.
+func TestReadStall(t *testing.T) {
+	const stall = 900 * time.Millisecond
+	th, _ := startReal(t, hubOptions{hub: func(c *Config) { c.PingEvery, c.PongTimeout, c.ReadStall = 10*time.Second, 300*time.Millisecond, stall }})
+	ctx := tctx(t)
+	stalled := dialWatcher(t, th, 0)
+	reader, _ := th.dial("acme", "u-reader")
+	if _, err := reader.Watch(ctx, typ); err != nil {
+		t.Fatal(err)
+	}
+	claimer, _ := th.dial("acme", "u-claimer")
+	expect(t, protocol.OutcomeAcquired)(claimer.Claim(ctx, typ, "r-1")) // the frame it leaves unread
+	unread := time.Now()
+	wantEvent(t, reader, protocol.OpAcquired, "r-1")
+	// Well before PingEvery (10 s): within ReadStall of its last Pong, the opening.
+	redistest.Within(t, 3*stall, "the stalled reader closed", func() error {
+		if th.metric("lockhub_hub_slow_disconnects_total", "reason=read") != 1 {
+			return errors.New("still open")
+		}
+		return nil
+	})
+	t.Logf("closed %v after the frame it did not read", time.Since(unread).Round(time.Millisecond))
+	if code := drain(t, stalled); code != protocol.CloseTooMany {
+		t.Fatalf("stalled reader closed with %d, want 4429", code)
+	}
+	// The reader answered its early Ping: still here, and gets what follows.
+	expect(t, protocol.OutcomeAcquired)(claimer.Claim(ctx, typ, "r-2"))
+	wantEvent(t, reader, protocol.OpAcquired, "r-2")
+	if got := th.metric("lockhub_hub_slow_disconnects_total", "reason=read"); got != 1 {
+		t.Fatalf("%v sockets closed for not reading, want only the stalled one", got)
+	}
+}
+
 // TestStalledReaderBehindFullBuffers: a watcher that stops reading once the kernels'
 // buffers are full (tiny buffers, big events; its queue never overflows) is found by
 // the heartbeat like any stalled reader, but its close frame cannot follow what the
