@@ -33,16 +33,15 @@ import (
 // feed and delivered once, as in production; against the same two calls made directly
 // on the store, interleaved in blocks on one real redis-server. It reports, per
 // claim+release pair:
-//
 //   - cpu-us/socket-pair: this process's CPU (hub, client, the one delivery);
-//
 //   - cpu-us/direct-pair: the same for the store's calls alone (go-redis, no socket);
-//
 //   - redis-cpu-us/pair: redis-server's CPU (INFO cpu) over the socket pairs, and
 //     script-us/claim, script-us/release its time inside the scripts
 //     (INFO commandstats), the rest being the network and the published message.
 //
-//     go test -run '^$' -bench CapacityClaim -benchtime 4000x -count 3 ./hub/
+// Run by hand:
+//
+//	go test -run '^$' -bench CapacityClaim -benchtime 4000x -count 3 ./hub/
 func BenchmarkCapacityClaim(b *testing.B) {
 	th, srv := startReal(b, hubOptions{hub: func(c *Config) { c.RateLimit, c.RateBurst = 1e9, 1e9 },
 		store: func(c *locks.Config) { c.MaxChangesPerPerson, c.ChangesBurst = 1e9, 1<<30 }})

@@ -29,16 +29,14 @@ import (
 // clears the mark of the last sweep (untimed), sweeps as an instance's tick does
 // (every = the default interval: a full sweep that sets the mark), then sweeps again
 // (skipped on the mark). It reports, per sweep:
-//
 //   - redis-cpu-us/sweep: redis-server's CPU (INFO cpu) over the full sweeps;
-//
 //   - script-us/sweep, script-us/skip: the time inside the scripts (INFO commandstats);
-//
 //   - calls/sweep: the script calls a full sweep made (windows of sweepWindow);
-//
 //   - ns/sweep: the full sweep's wall time in Go, round trips included.
 //
-//     go test -run '^$' -bench CapacitySweep -benchtime 100x -count 3 ./locks/
+// Run by hand:
+//
+//	go test -run '^$' -bench CapacitySweep -benchtime 100x -count 3 ./locks/
 func BenchmarkCapacitySweep(b *testing.B) {
 	srv := redistest.StartServer(b)
 	c := srv.Client(b)
@@ -110,7 +108,6 @@ func BenchmarkCapacitySweep(b *testing.B) {
 // socket as the hub's does, so every key a live lock keeps is there: the lock, its
 // index entry, the value copy and the seen score, the person's index and bucket, the
 // socket set. It reports:
-//
 //   - bytes/lock: used_memory grown by the claims, less the audit stream, per lock;
 //   - bytes/audit-entry: the audit stream's MEMORY USAGE over its entries (one per
 //     claim);
