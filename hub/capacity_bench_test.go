@@ -354,3 +354,95 @@ func scriptUsec(b *testing.B, c redis.UniversalClient) float64 {
 	}
 	return sum
 }
+
+// BenchmarkCapacityReceive prices what an instance pays for a change it receives from
+// the feed and delivers to nobody: every instance subscribes to every channel (every
+// slot's, on a cluster), so each pays this for every change of every watched tenant,
+// however few of its sockets watch. Changes of tenant acme, whose feed is on (a
+// watcher of Invoice) but whose ApprovalRequest nobody watches, are made through the
+// store in blocks interleaved with the same changes of tenant globex, whom nobody
+// watches and whose changes are not published at all. It reports, per change:
+//
+//   - cpu-us/received: this process's CPU for an acme change less a globex change:
+//     receiving, parsing and dropping the message;
+//   - redis-cpu-us/published: redis-server's CPU (INFO cpu), acme's less globex's:
+//     publishing the message to one subscriber.
+//
+// Run by hand:
+//
+//	go test -run '^$' -bench CapacityReceive -benchtime 4000x -count 3 ./hub/
+func BenchmarkCapacityReceive(b *testing.B) {
+	th, srv := startReal(b, hubOptions{store: func(c *locks.Config) { c.MaxChangesPerPerson, c.ChangesBurst = 1e9, 1<<30 }})
+	rc := srv.Client(b)
+	ctx := context.Background()
+	w, _ := th.dial("acme", "u-watcher")
+	if _, err := w.Watch(ctx, "Invoice"); err != nil {
+		b.Fatal(err)
+	}
+	th.waitFeed("acme")
+	h := protocol.Holder{OID: "u-writer", Name: "Writer"}
+	refs := [2]locks.Ref{{Tenant: "globex", Type: typ, UID: "r-1"}, {Tenant: "acme", Type: typ, UID: "r-1"}}
+	pair := func(ref locks.Ref) {
+		if r, _ := th.store.Locks.Claim(ctx, ref, h, ""); r.Outcome != protocol.OutcomeAcquired {
+			b.Fatalf("claim: %s", r.Outcome)
+		}
+		if r, _ := th.store.Locks.Release(ctx, ref, h, ""); r.Outcome != protocol.OutcomeReleased {
+			b.Fatalf("release: %s", r.Outcome)
+		}
+	}
+	const block = 100
+	pub0 := commandCalls(b, rc, "publish")
+	var cpu, rcpu [2]time.Duration
+	var n [2]float64
+	for i := 0; b.Loop(); i++ {
+		if i%block != 0 {
+			continue
+		}
+		kind := (i / block) % 2
+		r0, c0 := redisServerCPU(b, rc), procCPU(b)
+		for range block {
+			pair(refs[kind])
+		}
+		c1, r1 := procCPU(b), redisServerCPU(b, rc)
+		cpu[kind] += c1 - c0
+		rcpu[kind] += r1 - r0
+		n[kind] += 2 * block
+	}
+	if n[1] == 0 {
+		b.Fatalf("too few iterations (%d) for two blocks of %d: raise -benchtime", b.N, block)
+	}
+	// Every acme change was published, and no globex change (nor anything else).
+	if pub := commandCalls(b, rc, "publish") - pub0; pub != n[1] {
+		b.Fatalf("%v messages published, want %v (acme's changes)", pub, n[1])
+	}
+	per := func(d time.Duration, k float64) float64 { return float64(d.Nanoseconds()) / k / 1e3 }
+	b.ReportMetric(per(cpu[1], n[1])-per(cpu[0], n[0]), "cpu-us/received")
+	b.ReportMetric(per(cpu[0], n[0]), "cpu-us/unpublished-change")
+	b.ReportMetric(per(rcpu[1], n[1])-per(rcpu[0], n[0]), "redis-cpu-us/published")
+}
+
+// commandCalls is how many times redis-server has run cmd (lower case), scripts'
+// calls included (INFO commandstats).
+func commandCalls(b *testing.B, c redis.UniversalClient, cmd string) float64 {
+	b.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_"+cmd+":")
+		if !ok {
+			continue
+		}
+		for field := range strings.SplitSeq(rest, ",") {
+			if v, ok := strings.CutPrefix(field, "calls="); ok {
+				n, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatalf("INFO commandstats %s: %v", line, err)
+				}
+				return n
+			}
+		}
+	}
+	return 0
+}
