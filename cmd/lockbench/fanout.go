@@ -245,7 +245,8 @@ func (m *Main) reportFanout(ih *inprocHub, r fanoutResult) {
 	fmt.Fprintf(w, "round  changes  failed  frames written  not written  seconds  hub CPU µs/frame  Redis CPU µs/change  slow closes\n")
 	var hubs, rds []float64
 	for i, rd := range r.Rounds {
-		missing := float64((rd.Changes-rd.Failed)*r.Sockets) - rd.Delivered
+		// Negative when a change answered unknown was made after all: shown as 0.
+		missing := max(0, float64((rd.Changes-rd.Failed)*r.Sockets)-rd.Delivered)
 		fmt.Fprintf(w, "%5d  %7d  %6d  %14.0f  %11.0f  %7.1f  %16.2f  %19.0f  %11.0f\n", i+1, rd.Changes, rd.Failed, rd.Delivered, missing, rd.Seconds, rd.HubCPU, rd.RedisCPU, rd.SlowClosed)
 		hubs, rds = append(hubs, rd.HubCPU), append(rds, rd.RedisCPU)
 	}
