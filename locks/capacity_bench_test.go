@@ -71,7 +71,7 @@ func BenchmarkCapacitySweep(b *testing.B) {
 				r1 := serverCPU(b, c)
 				n1, u1 := evalshaStats(b, c)
 				h1 := commandCalls(b, c, "hlen")
-				r1 = serverCPU(b, c) // the skip's count starts here, after the INFO commandstats
+				rs := serverCPU(b, c) // the skip's count starts here, after the INFO commandstats
 				if err := s.Locks.Sweep(ctx, tenant, typ, every); err != nil {
 					b.Fatal(err)
 				}
@@ -85,7 +85,7 @@ func BenchmarkCapacitySweep(b *testing.B) {
 						h1-h0, n2-n1, h-h1)
 				}
 				full += r1 - r0
-				skip += r2 - r1
+				skip += r2 - rs
 				fullUs += u1 - u0
 				skipUs += u2 - u1
 				calls += n1 - n0
