@@ -105,9 +105,7 @@ func BenchmarkCapacityClaim(b *testing.B) {
 			if kind == 0 {
 				direct()
 			} else {
-				// One pair of the block is timed inside Redis (INFO around each call);
-				// the others run bare, so the block's CPU is the pairs'.
-				socketPair(b, ctx, c)
+				socketPair(b, ctx, c) // bare: the block's CPU is the pairs'
 			}
 		}
 		c1, r1 := procCPU(b), redisServerCPU(b, rc)
@@ -115,7 +113,7 @@ func BenchmarkCapacityClaim(b *testing.B) {
 		n[kind] += block
 		if kind == 1 {
 			redisCPU += r1 - r0
-			socket()
+			socket() // one more pair, timed inside Redis (INFO around each call)
 			sockets++
 		}
 	}
@@ -134,6 +132,7 @@ func BenchmarkCapacityClaim(b *testing.B) {
 	b.ReportMetric(releaseUs/sockets, "script-us/release")
 }
 
+// socketPair claims and releases b-socket over c.
 func socketPair(b *testing.B, ctx context.Context, c *protocol.Client) {
 	if r, err := c.Claim(ctx, typ, "b-socket"); err != nil || r.Outcome != protocol.OutcomeAcquired {
 		b.Fatalf("socket claim: %v %v", r.Outcome, err)
