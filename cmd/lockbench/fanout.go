@@ -45,7 +45,8 @@ var errFanoutRedis = errors.New("-mode fanout counts Redis's CPU: give -redis-ur
 
 // The defaults of -changes and -change-rate with -mode fanout, whose changes each
 // reach every watcher: 40 changes a round, 5 a second (50,000 frames a second to
-// 10,000 watchers, what this 2-vCPU machine writes without queueing).
+// 10,000 watchers: about what a shared 2-vCPU machine keeps up with; a round that
+// falls behind only takes longer).
 const (
 	fanoutChanges    = 40
 	fanoutChangeRate = 5
@@ -92,6 +93,8 @@ type fanoutResult struct {
 	ClientResult loadResult
 }
 
+// runFanout runs -mode fanout: a hub in this process, the watchers in a child, and
+// the idle phase and the rounds while the child holds them.
 func (m *Main) runFanout(ctx context.Context) error {
 	o := m.opt
 	opts, err := redis.ParseURL(o.redisURL)
