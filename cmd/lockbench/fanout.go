@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -118,7 +119,7 @@ func (m *Main) runFanout(ctx context.Context) error {
 	var res fanoutResult
 	var ferr error
 	cres, err := child.runChildProcess(ctx, ih, func(n int) {
-		res, ferr = measureFanout(ctx, ih, rdb, o)
+		res, ferr = measureFanout(ctx, ih, rdb, o, m.Stderr)
 	})
 	if err = errors.Join(ferr, err); err != nil {
 		return err
@@ -129,7 +130,7 @@ func (m *Main) runFanout(ctx context.Context) error {
 }
 
 // measureFanout runs the idle phase and the rounds on ih, whose watchers are open.
-func measureFanout(ctx context.Context, ih *inprocHub, rdb redis.UniversalClient, o options) (fanoutResult, error) {
+func measureFanout(ctx context.Context, ih *inprocHub, rdb redis.UniversalClient, o options, log io.Writer) (fanoutResult, error) {
 	res := fanoutResult{Sockets: int(gauge(ih.reg, "lockhub_hub_sockets"))}
 	if res.Sockets < 1 {
 		return res, errors.New("no sockets open on the hub")
@@ -156,6 +157,10 @@ func measureFanout(ctx context.Context, ih *inprocHub, rdb redis.UniversalClient
 		return res, rerr
 	}
 
+	if o.cpuProfile != "" {
+		stop := startCPUProfile(log, o.cpuProfile) // the rounds, not the idle phase
+		defer stop()
+	}
 	holder := protocol.Holder{OID: "u-lockbench-fanout", Name: "lockbench fan-out"}
 	gap := time.Duration(float64(time.Second) / o.changeRate)
 	for round := range o.rounds {

@@ -122,7 +122,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "cap of the whole run")
 	fs.StringVar(&o.tenant, "tenant", "acme", "tenant of every token")
 	fs.StringVar(&o.entityType, "type", "ApprovalRequest", "entity type watched and claimed")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "with -inproc: write the hub process's CPU profile of the load phase here; with -mode crowd, of the crowd on B, and of the same crowd without the watch in <file>.connect (compare with pprof -diff_base)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "with -inproc: write the hub process's CPU profile of the load phase here; with -mode crowd, of the crowd on B, and of the same crowd without the watch in <file>.connect (compare with pprof -diff_base); with -mode fanout, of the rounds")
 	fs.StringVar(&o.memProfile, "memprofile", "", "with -inproc: write the hub process's heap profile, taken with the idle sockets open, here")
 	fs.StringVar(&o.mode, "mode", modeLoad, "what to measure: "+modeLoad+" (watchers and claimers on one hub) or "+modeForeign+
 		" (changes the .NET scripts make directly in Redis, seen by watchers of -instances in-process hubs on -redis-url; -watchers is per hub, default 1) or "+modeCrowd+
