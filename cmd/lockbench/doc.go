@@ -36,12 +36,18 @@
 // sends a ping in place of its watch: the cost of one request and answer, the floor
 // under a watch's.
 //
+// With -mode fanout it measures the hub's own CPU per delivered frame and per idle
+// socket, and Redis's CPU per change, for the capacity plan (CAPACITY.md): the hub in
+// this process, -watchers in a child process, an idle phase of one Ping period, then
+// -rounds rounds of -changes changes made through the hub's store (fanout.go).
+//
 // Usage:
 //
 //	lockbench -inproc -redis-url redis://127.0.0.1:7390/0 -watchers 10000
 //	lockbench -url ws://127.0.0.1:8080/ws -watchers 1000 [-redis-url ... for the ratio]
 //	lockbench -mode foreign -redis-url redis://127.0.0.1:7390/0
 //	lockbench -mode crowd -redis-url redis://127.0.0.1:7390/0 -watchers 10000 -rounds 5
+//	lockbench -mode fanout -redis-url redis://127.0.0.1:7390/0 -watchers 10000
 //
 // With -inproc it runs the lockhub service itself, the binary's own wiring
 // (cmd/lockhub/service), with the per-socket rate limit lifted (on -redis-url, or its embedded miniredis

@@ -98,6 +98,7 @@ const (
 	modeForeign = "foreign"
 	modeCrowd   = "crowd"
 	modeShare   = "share"
+	modeFanout  = "fanout"
 )
 
 // ParseFlags parses and checks the command line.
@@ -122,16 +123,18 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "cap of the whole run")
 	fs.StringVar(&o.tenant, "tenant", "acme", "tenant of every token")
 	fs.StringVar(&o.entityType, "type", "ApprovalRequest", "entity type watched and claimed")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "with -inproc: write the hub process's CPU profile of the load phase here; with -mode crowd, of the crowd on B, and of the same crowd without the watch in <file>.connect (compare with pprof -diff_base)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "with -inproc: write the hub process's CPU profile of the load phase here; with -mode crowd, of the crowd on B, and of the same crowd without the watch in <file>.connect (compare with pprof -diff_base); with -mode fanout, of the rounds")
 	fs.StringVar(&o.memProfile, "memprofile", "", "with -inproc: write the hub process's heap profile, taken with the idle sockets open, here")
 	fs.StringVar(&o.mode, "mode", modeLoad, "what to measure: "+modeLoad+" (watchers and claimers on one hub) or "+modeForeign+
 		" (changes the .NET scripts make directly in Redis, seen by watchers of -instances in-process hubs on -redis-url; -watchers is per hub, default 1) or "+modeCrowd+
-		" (-watchers move at once from one in-process hub on -redis-url to another, as when the first goes away)")
+		" (-watchers move at once from one in-process hub on -redis-url to another, as when the first goes away) or "+modeShare+
+		" (the fair share under a big tenant's load) or "+modeFanout+
+		" (the in-process hub's own CPU per delivered frame and per idle socket, the watchers in a child process; Redis's CPU per change)")
 	fs.IntVar(&o.instances, "instances", 2, "with -mode foreign: in-process hubs sharing -redis-url")
 	fs.IntVar(&o.entities, "entities", 200, "with -mode foreign: entities the .NET writer changes")
-	fs.IntVar(&o.changes, "changes", 500, "with -mode foreign: changes (a claim or a release) the .NET writer makes")
-	fs.Float64Var(&o.changeRate, "change-rate", 25, "with -mode foreign: changes a second, at random moments")
-	fs.IntVar(&o.rounds, "rounds", 3, "with -mode crowd: rounds, each a fresh hub A going away and its crowd on B, reported as their median")
+	fs.IntVar(&o.changes, "changes", 500, "with -mode foreign: changes (a claim or a release) the .NET writer makes; with -mode fanout, changes a round (default 40)")
+	fs.Float64Var(&o.changeRate, "change-rate", 25, "with -mode foreign: changes a second, at random moments; with -mode fanout, changes a second (default 5)")
+	fs.IntVar(&o.rounds, "rounds", 3, "with -mode crowd: rounds, each a fresh hub A going away and its crowd on B, reported as their median; with -mode fanout, rounds of -changes")
 	fs.IntVar(&o.snapshotLocks, "snapshot-locks", 20, "with -mode crowd: locks of the type, held through the run, that every snapshot carries")
 	fs.BoolVar(&o.pipeline, "pipeline", true, "with -mode crowd: each socket sends its watch (or ping) right behind its auth, as the browser client does, and the hub answers both in one write; false waits for the welcome first")
 	fs.BoolVar(&o.crowdPing, "crowd-ping", false, "with -mode crowd: the measured crowd sends a ping instead of its watch, and waits for the pong: what one request and answer costs, the least a watch could")
@@ -208,8 +211,12 @@ func (m *Main) ParseFlags(args []string) error {
 		case o.shareFor < time.Second || o.shareFor > 10*time.Minute:
 			return p.Name("share-for", errors.New("must be 1s to 10m"))
 		}
+	} else if o.mode == modeFanout {
+		if err := o.checkFanout(p); err != nil {
+			return err
+		}
 	} else if o.mode != modeLoad {
-		return p.Name("mode", fmt.Errorf("must be %s, %s, %s or %s", modeLoad, modeForeign, modeCrowd, modeShare))
+		return p.Name("mode", fmt.Errorf("must be %s, %s, %s, %s or %s", modeLoad, modeForeign, modeCrowd, modeShare, modeFanout))
 	}
 	if o.cluster && o.mode != modeShare {
 		return p.Name("redis-cluster", fmt.Errorf("only with -mode %s", modeShare))
@@ -278,6 +285,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return m.runForeign(ctx)
 	case m.opt.mode == modeShare:
 		return m.runShare(ctx)
+	case m.opt.mode == modeFanout:
+		return m.runFanout(ctx)
 	case m.opt.child:
 		return m.runChild(ctx)
 	case m.opt.inproc:
