@@ -19,6 +19,8 @@
 -- ARGV[18..23] the share block: tenant tag, lockable types, locks per person, locks per
 --          tenant, changes a second, burst (prelude.lua); optional
 -- ARGV[24] the audit's retention, ms (prelude.lua); optional
+-- ARGV[25..29] the line block: clock shift, now, now + lease, lease, presence margin
+--          (line.lua); optional: the viewers are announced when the claim changes them
 --
 -- Returns {status, value, found, trimmed}, status one of (claimReply in scripts.go):
 --   "acquired"  it was free and is now the caller's, published Acquired; value = ARGV[8]
@@ -31,6 +33,7 @@
 --               allows; nothing written; value = ms until the next is allowed
 auditing(13, 24)
 sharing(18)
+lining(25)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if v then
@@ -47,4 +50,5 @@ redis.call('DEL', KEYS[4]) -- sockets of a lease that ran out
 attach(KEYS[4], ARGV[12], ARGV[9])
 publish('Acquired', ARGV[8])
 record('Acquired', KEYS[1], ARGV[8], why, actor)
+announcePeople(KEYS[1], ARGV[7])
 return reply('acquired', ARGV[8])
