@@ -148,12 +148,18 @@ func (s *core) claimMany(ctx context.Context, tenant, entityType string, uids []
 // with Count, how many of them h held, or unknown (fail open); a *RateError when h has
 // fewer changes left than locks to drop (nothing written); uids as ClaimMany.
 func (s *Locks) ReleaseMany(ctx context.Context, tenant, entityType string, uids []string, h protocol.Holder, conn string) (ManyResult, error) {
+	return s.ReleaseManyBecause(ctx, tenant, entityType, uids, h, conn, AuditRelease)
+}
+
+// ReleaseManyBecause is ReleaseMany recording why in the audit trail, per entity:
+// AuditRelease, or AuditDecision when a decision ended the edits (a bulk approve).
+func (s *Locks) ReleaseManyBecause(ctx context.Context, tenant, entityType string, uids []string, h protocol.Holder, conn string, reason AuditReason) (ManyResult, error) {
 	if err := s.checkMany(tenant, entityType, uids, h); err != nil {
 		return ManyResult{}, err
 	}
 	var refused error
 	res, ok := runOp(ctx, s.core, opReleaseMany, func(ctx context.Context) (ManyResult, error) {
-		r, err := s.releaseMany(ctx, tenant, entityType, uids, h, conn)
+		r, err := s.releaseMany(ctx, tenant, entityType, uids, h, conn, reason)
 		if errors.As(err, new(*RateError)) {
 			refused = err
 			return ManyResult{}, nil
@@ -174,14 +180,14 @@ func (s *Locks) ReleaseMany(ctx context.Context, tenant, entityType string, uids
 	return res, nil
 }
 
-func (s *core) releaseMany(ctx context.Context, tenant, entityType string, uids []string, h protocol.Holder, conn string) (ManyResult, error) {
+func (s *core) releaseMany(ctx context.Context, tenant, entityType string, uids []string, h protocol.Holder, conn string, reason AuditReason) (ManyResult, error) {
 	now := s.now()
 	args := []any{h.OID, conn, len(uids), lockKeyPrefix(tenant, entityType)}
 	for _, uid := range uids {
 		args = append(args, uid)
 	}
 	st, raw, err := s.sc.releaseMany.runRaw(ctx, s, s.keys(Ref{Tenant: tenant, Type: entityType, UID: uids[0]}),
-		s.pubArgs(tenant, now), s.auditArgs(now, &h, AuditRelease), args...)
+		s.pubArgs(tenant, now), s.auditArgs(now, &h, reason), args...)
 	if err != nil {
 		return ManyResult{}, err
 	}
@@ -197,4 +203,47 @@ func (s *core) releaseMany(ctx context.Context, tenant, entityType string, uids 
 		return ManyResult{}, s.refused(ctx, tenant, false, value)
 	}
 	return ManyResult{}, &corruptError{fmt.Sprintf("releasemany script answered status %q", st)}
+}
+
+// LookupMany returns the live locks of uids (one type), one MGET: nil where an entity is
+// free. It returns ErrUnavailable when the store did not answer, and refuses a list as
+// ClaimMany does: what a guard of a bulk mutator reads (web.GuardMany).
+func (s *Locks) LookupMany(ctx context.Context, tenant, entityType string, uids []string) ([]*protocol.Lock, error) {
+	if err := protocol.CheckEntityUIDs(uids); err != nil {
+		err.Message = "entity uids: " + err.Message
+		return nil, err
+	}
+	for _, uid := range uids {
+		if err := s.check(Ref{Tenant: tenant, Type: entityType, UID: uid}, nil); err != nil {
+			return nil, err
+		}
+	}
+	out, ok := runOp(ctx, s.core, opGet, func(ctx context.Context) ([]*protocol.Lock, error) {
+		prefix := lockKeyPrefix(tenant, entityType)
+		keys := make([]string, len(uids))
+		for i, uid := range uids {
+			keys[i] = prefix + uid
+		}
+		vs, err := s.rdb.MGet(ctx, keys...).Result()
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*protocol.Lock, len(uids))
+		for i, v := range vs {
+			str, ok := v.(string)
+			if !ok {
+				continue
+			}
+			l, err := decodeLock(str)
+			if err != nil {
+				continue // not a lock: nothing to enforce (as Lookup would fail, the guard passes)
+			}
+			out[i] = &l
+		}
+		return out, nil
+	}, func([]*protocol.Lock) outcomeLabel { return labelListed })
+	if !ok {
+		return nil, ErrUnavailable
+	}
+	return out, nil
 }
