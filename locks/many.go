@@ -28,8 +28,7 @@ type ManyResult struct {
 // checkMany checks a bulk call: 1 to protocol.MaxBulk distinct valid uids of a lockable
 // type, and a valid holder.
 func (s *core) checkMany(tenant, entityType string, uids []string, h protocol.Holder) error {
-	if err := protocol.CheckEntityUIDs(uids); err != nil {
-		err.Message = "entity uids: " + err.Message
+	if err := protocol.CheckEntityUIDs("the uids", uids); err != nil {
 		return err
 	}
 	for _, uid := range uids {
@@ -209,8 +208,7 @@ func (s *core) releaseMany(ctx context.Context, tenant, entityType string, uids 
 // free. It returns ErrUnavailable when the store did not answer, and refuses a list as
 // ClaimMany does: what a guard of a bulk mutator reads (web.GuardMany).
 func (s *Locks) LookupMany(ctx context.Context, tenant, entityType string, uids []string) ([]*protocol.Lock, error) {
-	if err := protocol.CheckEntityUIDs(uids); err != nil {
-		err.Message = "entity uids: " + err.Message
+	if err := protocol.CheckEntityUIDs("the uids", uids); err != nil {
 		return nil, err
 	}
 	for _, uid := range uids {

@@ -47,18 +47,19 @@ func (h Handoff) MarshalJSON() ([]byte, error) {
 }
 
 // CheckEntityUIDs refuses, as bad_request, a bulk list that is not 1 to MaxBulk
-// distinct uids (§12). Each uid's syntax is the store's to judge (invalid_entity).
-func CheckEntityUIDs(uids []string) *Error {
+// distinct uids (§12); its message names the list as what ("entityUids" on the socket,
+// "uids" over HTTP). Each uid's syntax is the store's to judge (invalid_entity).
+func CheckEntityUIDs(what string, uids []string) *Error {
 	if len(uids) == 0 {
-		return badRequest("", "entityUids must name at least one entity")
+		return badRequest("", "%s must name at least one entity", what)
 	}
 	if len(uids) > MaxBulk {
-		return badRequest("", "entityUids names %d entities; at most %d at once", len(uids), MaxBulk)
+		return badRequest("", "%s names %d entities; at most %d at once", what, len(uids), MaxBulk)
 	}
 	seen := make(map[string]struct{}, len(uids))
 	for _, u := range uids {
 		if _, dup := seen[u]; dup {
-			return badRequest("", "entityUids names %s twice", quoteShort(u))
+			return badRequest("", "%s names %s twice", what, quoteShort(u))
 		}
 		seen[u] = struct{}{}
 	}

@@ -234,7 +234,7 @@ func decodeRequest(data []byte) (Request, *Error) {
 		if m.entityUIDs.kind == 0 {
 			return req, badRequest("", "missing entityUids")
 		}
-		if err := CheckEntityUIDs(m.entityUIDs.list); err != nil {
+		if err := CheckEntityUIDs("entityUids", m.entityUIDs.list); err != nil {
 			return req, err
 		}
 		req.EntityUIDs = m.entityUIDs.list

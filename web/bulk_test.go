@@ -132,7 +132,7 @@ func TestGuardMany(t *testing.T) {
 		{"mine", manyReader{locks: []*protocol.Lock{mine, nil}}, 200, "ran"},
 		{"locked", manyReader{locks: []*protocol.Lock{mine, theirs}}, 409, `"locks":[{"entityType":"ApprovalRequest","entityUid":"r-2"`},
 		{"store down", manyReader{err: errors.New("locks: store unavailable")}, 200, "ran"},
-		{"bad list", manyReader{err: protocol.CheckEntityUIDs(nil)}, 400, `"code":"bad_request"`},
+		{"bad list", manyReader{err: protocol.CheckEntityUIDs("the uids", nil)}, 400, `"code":"bad_request"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := web.GuardMany(web.GuardManyConfig{

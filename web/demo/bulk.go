@@ -25,7 +25,7 @@ func (d *Domain) approveMany(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	if err := protocol.CheckEntityUIDs(uids); err != nil {
+	if err := protocol.CheckEntityUIDs("the uids", uids); err != nil {
 		d.fail(w, r, err)
 		return
 	}
