@@ -262,6 +262,23 @@ func testLineEveryWay(t *testing.T, b backend) {
 	})
 	f.events(t, ref, "Acquired:u-ada Expired:u-ada Acquired:u-grace")
 
+	// A lease that runs out, found by a claim before any sweep: the line comes first,
+	// and the claim meets Grace's lock.
+	ref = f.ref("r-claim")
+	expect(t, protocol.OutcomeAcquired)(f.a.Locks.Claim(f.ctx, ref, ada, "c-ada"))
+	f.view(t, f.a, ref, grace, "c-grace", protocol.IntentEdit)
+	redistest.Eventually(t, "the lease runs out", func() bool {
+		if b.advance != nil {
+			b.advance(300 * time.Millisecond)
+		}
+		return f.holder(t, ref) == ""
+	})
+	res := expect(t, protocol.OutcomeLocked)(f.s.Locks.Claim(f.ctx, ref, margot, "c-margot"))
+	if res.Lock.HolderOID != grace.OID {
+		t.Fatalf("Margaret's claim met %+v, want Grace's lock", res.Lock)
+	}
+	f.events(t, ref, "Acquired:u-ada Expired:u-ada Acquired:u-grace")
+
 	// The .NET API's release, found by a sweep (PROTOCOL.md §8).
 	ref = f.ref("r-net")
 	dn := redistest.DotNet{C: b.client(t)}

@@ -29,6 +29,9 @@
 -- ARGV[a+11] the audit's retention, ms (prelude.lua); optional
 -- ARGV[a+12..a+16] the line block (line.lua); optional
 --
+-- An entity found free while someone waits goes to the line first (line.lua), whatever
+-- the rest of the call does: that is the line's change, not the caller's.
+--
 -- Returns {status, value, found, trimmed, handed, passed}, status one of (manyReply in
 -- scripts.go):
 --   "acquired"  every entity is the caller's now: each free one published Acquired and
@@ -54,6 +57,10 @@ for i = 1, n do
   local k = ARGV[13] .. ARGV[j]
   local v = redis.call('GET', k)
   catchup(k, v, KEYS[2], KEYS[3])
+  if not v and handoff(k, KEYS[2], KEYS[3], nil) then -- free while someone waits: theirs first
+    v = redis.call('GET', k)
+    announcePeople(k, holderOf(v))
+  end
   ks[i], vs[i] = k, v
   if v and not holds(v, oid) then
     locked[#locked + 1] = v
