@@ -90,12 +90,20 @@ if share ~= nil and fresh > 0 and named(oid) then
   if wait > 0 then return reply('rateLimited', tostring(wait)) end
 end
 
+-- store() and own() of prelude.lua for each entity, with the keys every entity shares
+-- (the index, the values hash, the seen set, the person's index) pruned and given
+-- their TTL once: a call's work stays within a few milliseconds at 100 entities.
+local mine = named(oid) and person_key(oid)
+if mine then redis.call('ZREMRANGEBYSCORE', mine, '-inf', ARGV[5]) end
 for i = 1, n do
   local j = 14 + 3 * (i - 1)
   local k, value = ks[i], ARGV[j + 2]
   local conns = 'lockconn:' .. string.sub(k, 6)
-  store(k, KEYS[2], KEYS[3], value, ARGV[8], ARGV[9], ARGV[10])
-  own(oid, k, ARGV[9])
+  redis.call('SET', k, value, 'PX', ARGV[8])
+  redis.call('ZADD', KEYS[2], ARGV[9], k)
+  redis.call('HSET', KEYS[3], k, value)
+  see(k, ARGV[9])
+  if mine then redis.call('ZADD', mine, ARGV[9], k) end
   if vs[i] then
     attach(conns, ARGV[11], ARGV[8])
     publish('Renewed', value)
@@ -107,4 +115,8 @@ for i = 1, n do
     announcePeople(k, oid)
   end
 end
+extend(KEYS[2], ARGV[10])
+extend(KEYS[3], ARGV[10])
+if seen then extend(seen, ARGV[10]) end
+if mine then extend(mine, tonumber(ARGV[9]) - tonumber(ARGV[5]) + tonumber(ARGV[6])) end
 return reply('acquired', tostring(n))

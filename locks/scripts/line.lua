@@ -38,12 +38,14 @@ local function presenceHead(k)
 end
 
 -- announcePeople announces the viewers of the entity of k when they changed: holder
--- holds its lock now (nil: nobody).
-local function announcePeople(k, holder)
+-- holds its lock now (nil: nobody). read is what handoff read of them (people.lua), or
+-- nil.
+local function announcePeople(k, holder, read)
   if not lineOn then return end
   local views, viewers, line = peopleKeys(k)
-  if redis.call('EXISTS', viewers) == 0 then return end
-  people(views, viewers, line, holder, serverNow(lineOn.shift), lineOn.margin, ARGV[1], ARGV[2], presenceHead(k))
+  if not read and redis.call('EXISTS', viewers) == 0 then return end
+  local now = (read and read.now) or serverNow(lineOn.shift)
+  people(views, viewers, line, holder, now, lineOn.margin, ARGV[1], ARGV[2], presenceHead(k), read)
 end
 
 -- handoff gives the lock k, just found free, to the first person in line still allowed
@@ -54,22 +56,27 @@ end
 -- prev is whose lock just ended: it never goes straight back to them, and their sockets
 -- that still view with intent edit start waiting now, at the back. A line entry
 -- without a lock head (written before it had one) is passed over. Returns the new
--- holder's oid, or nil. The line of one entity is small: its work is bounded by it.
-local function handoff(k, idx, vals, prev)
+-- holder's oid, or nil, and what it read of the views and the line, for people.lua
+-- (nil when the line is empty). The line of one entity is small: its work is bounded
+-- by it. clean says the lock's sockets key is gone already (the caller deleted it).
+local function handoff(k, idx, vals, prev, clean)
   if not lineOn then return nil end
   local views, _, line = peopleKeys(k)
   local ln = redis.call('HGETALL', line)
   if #ln == 0 then return nil end
   local now = serverNow(lineOn.shift)
-  local socks = {}
-  for i = 1, #ln, 2 do socks[#socks + 1] = ln[i] end
-  local ends = redis.call('ZMSCORE', views, unpack(socks))
+  local vs = redis.call('ZRANGE', views, 0, -1, 'WITHSCORES')
+  local read = {vs = vs, ln = ln, now = now}
+  local ends = {}
+  for i = 1, #vs, 2 do ends[vs[i]] = tonumber(vs[i + 1]) end
   local queue = {}
-  for j, sock in ipairs(socks) do
-    local at, oid, head = string.match(ln[2 * j], '^([^\t]*)\t([^\t]*)\t(.*)$')
-    if at and ends[j] and tonumber(ends[j]) > now then
+  for i = 1, #ln, 2 do
+    local sock = ln[i]
+    local at, oid, head = string.match(ln[i + 1], '^([^\t]*)\t([^\t]*)\t(.*)$')
+    if at and ends[sock] and ends[sock] > now then
       if oid == prev then
-        redis.call('HSET', line, sock, string.format('%.0f', now) .. '\t' .. oid .. '\t' .. head)
+        ln[i + 1] = string.format('%.0f', now) .. '\t' .. oid .. '\t' .. head
+        redis.call('HSET', line, sock, ln[i + 1])
       else
         queue[#queue + 1] = {sock, tonumber(at) or 0, oid, head}
       end
@@ -94,7 +101,7 @@ local function handoff(k, idx, vals, prev)
         store(k, idx, vals, value, lineOn.lease, expiry, lineOn.lease + tonumber(ARGV[6]))
         own(oid, k, expiry)
         local rest = string.sub(k, 6)
-        redis.call('DEL', 'lockconn:' .. rest)
+        if not clean then redis.call('DEL', 'lockconn:' .. rest) end
         attach('lockconn:' .. rest, sock, lineOn.lease)
         redis.call('SET', 'lockhand:' .. rest, sock, 'PX', lineOn.lease)
         publish('Acquired', value)
@@ -105,17 +112,17 @@ local function handoff(k, idx, vals, prev)
             '","lock":' .. value .. ',"to":' .. cjson.encode(oid) .. ',"conn":' .. cjson.encode(sock) .. '}')
         end
         handed[#handed + 1] = value
-        return oid
+        return oid, read
       end
     end
   end
-  return nil
+  return nil, read
 end
 
 -- freed hands the lock k, just found free (whose holder was prev), to the next in line,
--- and announces the viewers. It returns the new holder, or nil.
-local function freed(k, idx, vals, prev)
-  local to = handoff(k, idx, vals, prev)
-  announcePeople(k, to)
+-- and announces the viewers. It returns the new holder, or nil. clean: as handoff.
+local function freed(k, idx, vals, prev, clean)
+  local to, read = handoff(k, idx, vals, prev, clean)
+  announcePeople(k, to, read)
   return to
 end

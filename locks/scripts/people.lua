@@ -46,17 +46,20 @@ end
 -- from the one announced last it is announced (cmd, channel, head: the feed's command,
 -- channel and the message up to the list) with a new version. line may be nil (no
 -- intent kept).
+-- read, when given, is what the caller read of the views and the line already, as
+-- {vs = ZRANGE WITHSCORES of views, ln = HGETALL of line}, unchanged since.
 -- Returns the list's JSON, its version, and the live sockets of the line as
 -- {socket, waiting since, oid, head} ordered by waiting since.
-local function people(views, viewers, line, holder, now, margin, cmd, channel, head)
-  local vs = redis.call('ZRANGE', views, 0, -1, 'WITHSCORES') -- by expiry: the last is the latest
+local function people(views, viewers, line, holder, now, margin, cmd, channel, head, read)
+  read = read or {}
+  local vs = read.vs or redis.call('ZRANGE', views, 0, -1, 'WITHSCORES') -- by expiry: the last is the latest
   local live = {}
   for i = 1, #vs, 2 do live[vs[i]] = true end
 
   local waiting = {} -- oid -> earliest waiting since of a live socket with intent edit
   local queue = {}
-  local ln = {}
-  if line then ln = redis.call('HGETALL', line) end
+  local ln = read.ln or {}
+  if line and not read.ln then ln = redis.call('HGETALL', line) end
   for i = 1, #ln, 2 do
     local at, oid, lh = string.match(ln[i + 1], '^([^\t]*)\t([^\t]*)\t(.*)$')
     if at and live[ln[i]] then
@@ -124,8 +127,11 @@ local function people(views, viewers, line, holder, now, margin, cmd, channel, h
   -- Each announced list has a version, greater than every one before it for the entity:
   -- the last plus one, or now in µs when that is more (the keys were gone), so that a
   -- receiver can drop a list older than one it already has.
-  local last = redis.call('HGET', viewers, 'viewers') or '[]'
-  local version = tonumber(redis.call('HGET', viewers, 'version')) or 0
+  local last, version = '[]', 0
+  for i = 1, #entries, 2 do
+    if entries[i] == 'viewers' then last = entries[i + 1] end
+    if entries[i] == 'version' then version = tonumber(entries[i + 1]) or 0 end
+  end
   if json ~= last then version = math.max(version + 1, now * 1000) end
   if #list == 0 then
     -- Views of sockets whose entry is gone go too: their hubs find them missing.

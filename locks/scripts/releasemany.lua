@@ -56,7 +56,7 @@ for _, d in ipairs(drop) do
   unsee(k)
   publish('Released', v)
   record('Released', k, v, why, actor)
-  freed(k, KEYS[2], KEYS[3], oid)
+  freed(k, KEYS[2], KEYS[3], oid, true)
 end
 if #drop > 0 then settle(KEYS[2], KEYS[3]) end
 return reply('released', tostring(#drop + #keep))
