@@ -183,6 +183,13 @@ func testLineHandoff(t *testing.T, b backend) {
 	if got := f.handoffs(ref); got != "u-grace@c-grace" {
 		t.Fatalf("hand-offs on the feed: %q, want one to Grace through c-grace", got)
 	}
+	// line.lua builds the keys of handKey and ConnsKey from the lock key: the same keys.
+	if got := must1(f.a.core.rdb.Get(f.ctx, handKey(ref)).Result()); got != "c-grace" {
+		t.Errorf("%s = %q, want c-grace", handKey(ref), got)
+	}
+	if got := must1(f.a.core.rdb.SMembers(f.ctx, ConnsKey(ref)).Result()); len(got) != 1 || got[0] != "c-grace" {
+		t.Errorf("%s = %q, want c-grace alone", ConnsKey(ref), got)
+	}
 	// The lock is Grace's through her socket, as if it had claimed: her socket's close
 	// releases it, to Margaret, the next.
 	expect(t, protocol.OutcomeReleased)(f.s.Locks.Detach(f.ctx, ref, grace, "c-grace", true))
