@@ -240,3 +240,37 @@ func testLineTwoInstances(t *testing.T, a, b *testHub) {
 		t.Errorf("released %q", released)
 	}
 }
+
+// TestLineWaiterClosed: a waiter whose socket closed is still in line during its grace;
+// a hand-off that reaches it then is released when the grace ends, like any lock of a
+// closed socket, and goes on to the next in line (PROTOCOL.md §11).
+func TestLineWaiterClosed(t *testing.T) {
+	th := startMini(t, hubOptions{})
+	ctx := tctx(t)
+	w := th.dialAs("acme", lineBee)
+	if _, err := w.Watch(ctx, typ); err != nil {
+		t.Fatal(err)
+	}
+	ada := th.dialAs("acme", lineAda)
+	grace := th.dialAs("acme", lineGrace)
+	edsger := th.dialAs("acme", lineEdsger)
+	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
+	wantEventBy(t, w, protocol.OpAcquired, "r-1", lineAda)
+	for _, c := range []*protocol.Client{grace, edsger} {
+		if _, err := c.ViewWith(ctx, typ, "r-1", protocol.IntentEdit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = grace.Close() // her view stays for the grace
+	expect(t, protocol.OutcomeReleased)(ada.Release(ctx, typ, "r-1"))
+	wantEventBy(t, w, protocol.OpReleased, "r-1", lineAda)
+	wantEventBy(t, w, protocol.OpAcquired, "r-1", lineGrace)
+	// The grace ends: released, and handed to Edsger.
+	wantEventBy(t, w, protocol.OpReleased, "r-1", lineGrace)
+	wantEventBy(t, w, protocol.OpAcquired, "r-1", lineEdsger)
+	if h := nextHandoff(t, edsger); h.Lock.HolderOID != lineEdsger.OID {
+		t.Fatalf("Edsger's handoff %+v", h)
+	}
+	barrier(t, w)
+	noEvent(t, w)
+}

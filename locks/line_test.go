@@ -550,3 +550,28 @@ func TestClaimManyFailOpen(t *testing.T) {
 		t.Errorf("no fail-open warning for claim_many in:\n%s", logs.String())
 	}
 }
+
+// TestClaimManyRate: a bulk claim spends one change per entity it claims (PROTOCOL.md
+// §4, §12): a batch beyond the changes left is refused whole, rate_limited.
+func TestClaimManyRate(t *testing.T) {
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { c.Close() })
+	s, _ := newStore(t, c, Config{MaxChangesPerPerson: 1, ChangesBurst: 5})
+	ctx := ctxT(t)
+	if r, err := s.Locks.ClaimMany(ctx, "acme", "ApprovalRequest", []string{"r-1", "r-2", "r-3"}, ada, ""); err != nil || r.Outcome != protocol.OutcomeAcquired {
+		t.Fatalf("3 of 5: %+v, %v", r, err)
+	}
+	_, err := s.Locks.ClaimMany(ctx, "acme", "ApprovalRequest", []string{"r-4", "r-5", "r-6"}, ada, "")
+	var re *RateError
+	if !errors.As(err, &re) || errorCode(err) != protocol.CodeRateLimited {
+		t.Fatalf("3 more with 2 left: %v, want a RateError", err)
+	}
+	if l, _ := s.Locks.Get(ctx, Ref{"acme", "ApprovalRequest", "r-4"}); l != nil {
+		t.Fatalf("r-4 is %+v after a refused batch", l)
+	}
+	// Renewing her own spends nothing.
+	if r, err := s.Locks.ClaimMany(ctx, "acme", "ApprovalRequest", []string{"r-1", "r-2", "r-3"}, ada, ""); err != nil || r.Outcome != protocol.OutcomeAcquired {
+		t.Fatalf("renewing 3: %+v, %v", r, err)
+	}
+}

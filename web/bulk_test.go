@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 	"github.com/lockhub/lockhub/web"
 )
@@ -156,4 +158,33 @@ func TestGuardMany(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDemoDecisionHandsOff: approve's release of the decider's lock is a way a lock is
+// freed (PROTOCOL.md §11): it goes to the first in line, audited as a decision then a
+// hand-off.
+func TestDemoDecisionHandsOff(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	ada := e.token("acme", "u-ada", "Ada Lovelace")
+	grace := e.token("acme", "u-grace", "Grace Hopper")
+	wantOutcome(t, e.do(req{method: "POST", path: "/api/locks/ApprovalRequest/r-1001", token: ada}), 200, "acquired")
+	ref := locks.Ref{Tenant: "acme", Type: "ApprovalRequest", UID: "r-1001"}
+	v := locks.View{Conn: "c-grace", Intent: protocol.IntentEdit,
+		Viewer: protocol.Viewer{OID: "u-grace", Name: "Grace Hopper", Since: protocol.NewTime(time.Now())}}
+	if _, err := e.store.Presence.View(t.Context(), ref, v, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, e.do(req{method: "POST", path: "/api/approval-requests/r-1001/approve", token: ada}), 200, "")
+	r := e.do(req{method: "GET", path: "/api/locks/ApprovalRequest/r-1001", token: grace})
+	wantStatus(t, r, 200, "")
+	equal(t, "the lock went to", r.str("holderOid"), "u-grace")
+	page, err := e.store.Console.Audit(t.Context(), "acme", locks.AuditQuery{EntityType: ref.Type, EntityUID: ref.UID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, en := range page.Entries {
+		got = append([]string{string(en.Op) + ":" + string(en.Reason)}, got...)
+	}
+	equal(t, "audit", strings.Join(got, " "), "Acquired:claim Released:decision Acquired:handoff")
 }
