@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -193,10 +194,13 @@ func (s *core) releaseMany(ctx context.Context, tenant, entityType string, uids 
 	value, _ := raw.(string)
 	switch st {
 	case manyReleased:
-		n, err := strconv.Atoi(value)
-		if err != nil {
-			return ManyResult{}, &corruptError{"releasemany script answered a count that is not a number"}
+		held, dropped, _ := strings.Cut(value, " ")
+		n, err := strconv.Atoi(held)
+		d, err2 := strconv.Atoi(dropped)
+		if err != nil || err2 != nil {
+			return ManyResult{}, &corruptError{"releasemany script answered counts that are not numbers: " + value}
 		}
+		s.published(protocol.OpReleased, d)
 		return ManyResult{Outcome: protocol.OutcomeReleased, Count: n}, nil
 	case manyRated:
 		return ManyResult{}, s.refused(ctx, tenant, false, value)

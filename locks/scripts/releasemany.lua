@@ -18,8 +18,8 @@
 --
 -- Returns {status, value, found, trimmed, handed, passed}, status one of (manyReply in
 -- scripts.go):
---   "released"     value = how many of them the caller held (dropped, or kept by another
---                  of the caller's sockets)
+--   "released"     value = "<held> <dropped>": how many of them the caller held (dropped,
+--                  or kept by another of the caller's sockets), and how many were dropped
 --   "rateLimited"  the caller has fewer changes left than locks to drop; nothing
 --                  written; value = ms until enough are
 local n = tonumber(ARGV[9])
@@ -59,4 +59,4 @@ for _, d in ipairs(drop) do
   freed(k, KEYS[2], KEYS[3], oid, true)
 end
 if #drop > 0 then settle(KEYS[2], KEYS[3]) end
-return reply('released', tostring(#drop + #keep))
+return reply('released', tostring(#drop + #keep) .. ' ' .. tostring(#drop))
