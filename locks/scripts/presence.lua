@@ -37,8 +37,8 @@
 -- Returns {viewers JSON, missing socket ids, version, expired socket ids}. The viewers
 -- are one per oid, the earliest since of its sockets, ordered by since (then oid), each
 -- with its state and, when waiting, its position (people.lua). The expired sockets are
--- those whose view this call found run out: a lock handed to one of them is released
--- by the caller (handed.lua). A change of them is
+-- those in line whose view this call found run out: a lock handed to one of them is
+-- released by the caller (handed.lua). A change of them is
 -- published in the same step, as head .. viewers .. "}\n" .. version: the frame, then
 -- on a line of its own the list's version, which grows with every change of the
 -- entity's viewers (a receiver drops a list older than one it has).
@@ -46,11 +46,19 @@ local now = serverNow(ARGV[4])
 local missing = {}
 
 -- Entries that ran out: a socket of an instance that died, or one that left.
+-- Those of them that waited in line are answered: a hand-off may have reached one.
 local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+local waited = {}
 if #gone > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
   redis.call('HDEL', KEYS[2], unpack(gone))
-  if KEYS[3] then redis.call('HDEL', KEYS[3], unpack(gone)) end
+  if KEYS[3] then
+    local inLine = redis.call('HMGET', KEYS[3], unpack(gone))
+    for i, e in ipairs(inLine) do
+      if e then waited[#waited + 1] = gone[i] end
+    end
+    redis.call('HDEL', KEYS[3], unpack(gone))
+  end
 end
 
 local op = ARGV[6]
@@ -89,4 +97,4 @@ end
 local holder = nil
 if KEYS[4] then holder = holderOf(redis.call('GET', KEYS[4])) end
 local viewers, version = people(KEYS[1], KEYS[2], KEYS[3], holder, now, ARGV[5], ARGV[1], ARGV[2], ARGV[3])
-return {viewers, missing, version, gone}
+return {viewers, missing, version, waited}
