@@ -98,8 +98,29 @@ local function handoff(k, idx, vals, prev, clean)
       else
         local value = head .. lineOn.at .. '","expiresAtUtc":"' .. lineOn.til .. '"}'
         local expiry = tonumber(ARGV[5]) + lineOn.lease
-        store(k, idx, vals, value, lineOn.lease, expiry, lineOn.lease + tonumber(ARGV[6]))
-        own(oid, k, expiry)
+        if settled and settled.idx == idx then
+          -- Right after a release's settle: store() and own() of prelude.lua, with the
+          -- TTLs settle gave the index, the values and the seen set known, and the
+          -- person's index not pruned (over() counts only live locks).
+          redis.call('SET', k, value, 'PX', lineOn.lease)
+          redis.call('ZADD', idx, expiry, k)
+          redis.call('HSET', vals, k, value)
+          see(k, expiry)
+          local at = expiry + tonumber(ARGV[6])
+          if at > settled.at then
+            redis.call('PEXPIREAT', idx, at)
+            redis.call('PEXPIREAT', vals, at)
+            if seen then redis.call('PEXPIREAT', seen, at) end
+            settled.at = at
+          end
+          if named(oid) then
+            redis.call('ZADD', person_key(oid), expiry, k)
+            extend(person_key(oid), lineOn.lease + tonumber(ARGV[6]))
+          end
+        else
+          store(k, idx, vals, value, lineOn.lease, expiry, lineOn.lease + tonumber(ARGV[6]))
+          own(oid, k, expiry)
+        end
         local rest = string.sub(k, 6)
         if not clean then redis.call('DEL', 'lockconn:' .. rest) end
         attach('lockconn:' .. rest, sock, lineOn.lease)

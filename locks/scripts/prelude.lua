@@ -313,17 +313,23 @@ end
 -- latest-expiring lock left, plus the margin, or deletes them when none is left: after
 -- a release they must not outlive their locks by more than the margin (extend never
 -- shortens).
+-- settled remembers the last settle: the index and when the three keys expire now (0:
+-- deleted), so a hand-off right after it (line.lua) knows their TTLs without asking.
+local settled = nil
+
 local function settle(idx, vals)
   local top = redis.call('ZRANGE', idx, -1, -1, 'WITHSCORES')
   if #top == 0 then
     redis.call('DEL', idx, vals)
     if seen then redis.call('DEL', seen) end
+    settled = {idx = idx, at = 0}
     return
   end
   local at = tonumber(top[2]) + tonumber(ARGV[6])
   redis.call('PEXPIREAT', idx, at)
   redis.call('PEXPIREAT', vals, at)
   if seen then redis.call('PEXPIREAT', seen, at) end
+  settled = {idx = idx, at = at}
 end
 
 -- attach remembers which socket claimed a lock, so a closing socket releases it only
