@@ -129,6 +129,22 @@ func TestMaxLocksPerSocket(t *testing.T) {
 
 	other, _ := th.dial("acme", "u-boss") // the limit is per socket, not per person
 	expect(t, protocol.OutcomeAcquired)(other.Claim(ctx, typ, "r-4"))
+
+	// A claimMany counts as a whole (version 3, §12): two more than the socket may hold
+	// is refused, writing nothing; renewing what it holds is not more.
+	_, err := other.ClaimMany(ctx, typ, []string{"r-4", "r-5", "r-6"})
+	if pe := wantCode(t, err, protocol.CodeTooManyLocks); !strings.Contains(pe.Message, "beyond the 2") {
+		t.Fatalf("the refusal %q does not say the limit", pe.Message)
+	}
+	if l, _ := th.store.Locks.Get(ctx, locks.Ref{Tenant: "acme", Type: typ, UID: "r-5"}); l != nil {
+		t.Fatalf("a refused claimMany wrote %+v", l)
+	}
+	if got := th.metric("lockhub_hub_limit_hits_total", "limit=max_locks_per_socket"); got != 3 {
+		t.Fatalf("max_locks_per_socket hits = %v, want 3", got)
+	}
+	if r, err := other.ClaimMany(ctx, typ, []string{"r-4", "r-5"}); err != nil || r.Outcome != protocol.OutcomeAcquired {
+		t.Fatalf("claimMany within the limit: %+v, %v", r, err)
+	}
 }
 
 // TestPingFrame: a client may ask whether the hub is there; the pong echoes its id.

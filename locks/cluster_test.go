@@ -84,7 +84,7 @@ func testKeySlotsOnCluster(t *testing.T, cl *redistest.Cluster) {
 		{"Z", "ApprovalRequest", "x"},
 		{"9", "T", "u-" + fmt.Sprint(12345)},
 	} {
-		for _, key := range []string{LockKey(ref), IndexKey(ref.Tenant, ref.Type), ValuesKey(ref.Tenant, ref.Type), seenKey(ref.Tenant, ref.Type), ConnsKey(ref)} {
+		for _, key := range []string{LockKey(ref), IndexKey(ref.Tenant, ref.Type), ValuesKey(ref.Tenant, ref.Type), seenKey(ref.Tenant, ref.Type), ConnsKey(ref), LineKey(ref), handKey(ref)} {
 			got, err := c.ClusterKeySlot(ctx, key).Result()
 			if err != nil {
 				t.Fatal(err)

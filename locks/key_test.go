@@ -18,6 +18,8 @@ func TestKeyShape(t *testing.T) {
 		{"seen", seenKey("acme", "ApprovalRequest"), "lockseen:{acme}:ApprovalRequest"},
 		{"conns", ConnsKey(ref), "lockconn:{acme}:ApprovalRequest:r-1001"},
 		{"left", leftKey(ref), "lockleft:{acme}:ApprovalRequest:r-1001"}, // built from conns in Lua too (prelude.lua)
+		{"line", LineKey(ref), "lockline:{acme}:ApprovalRequest:r-1001"},
+		{"hand", handKey(ref), "lockhand:{acme}:ApprovalRequest:r-1001"},
 		{"uid with colons", LockKey(Ref{"t.1", "Order_v2", "a:b:c"}), "lock:{t.1}:Order_v2:a:b:c"},
 	} {
 		if tc.got != tc.want {

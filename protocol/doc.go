@@ -45,6 +45,22 @@
 //	S: {"id":"22","type":"result","outcome":"nudged"}
 //	S: {"type":"nudge","entityType":"ApprovalRequest","entityUid":"r-1001","from":{..},"at":".."}   to the holder
 //
+// The waiting line (version 3). A view with intent edit waits in line while someone
+// else holds the lock; each viewer entry carries its state (editing, waiting, looking)
+// and a waiting one its position. A freed lock goes to the first in line, whose
+// sockets that view with intent edit are told:
+//
+//	C: {"id":"20","type":"view","entityType":"ApprovalRequest","entityUid":"r-1001","intent":"edit"}
+//	S: {"type":"handoff","entityType":"ApprovalRequest","entityUid":"r-1001","lock":{..}}
+//
+// Claims of many (version 3). claimMany claims 1 to MaxBulk entities of a type, all or
+// none; releaseMany releases them:
+//
+//	C: {"id":"40","type":"claimMany","entityType":"ApprovalRequest","entityUids":["r-1001","r-1002"]}
+//	S: {"id":"40","type":"result","outcome":"acquired","locks":[..]}      or "locked" with the locks of others
+//	C: {"id":"41","type":"releaseMany","entityType":"ApprovalRequest","entityUids":["r-1001","r-1002"]}
+//	S: {"id":"41","type":"result","outcome":"released","count":2}
+//
 // Refresh. The token is replaced in band, before it expires, by auth with an id. The
 // tenant and oid must not change (else CloseForbidden, 4403).
 //

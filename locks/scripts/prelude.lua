@@ -18,11 +18,14 @@
 -- the changes happened. The event's lock is the stored value, byte for byte: Lua never
 -- re-encodes it.
 --
--- Every write script answers {status, value, found, trimmed}: found lists the ops it
--- announced for changes another program made (catchup below), each once; trimmed is how
--- many audit entries the cap dropped before their age (auditDone below).
+-- Every write script answers {status, value, found, trimmed, handed, passed}: found lists
+-- the ops it announced for changes another program made (catchup below), each once;
+-- trimmed is how many audit entries the cap dropped before their age (auditDone below);
+-- handed the values of the locks it handed to the next in line, and passed the settings
+-- (max-locks-per-...) at which it passed someone in line over (line.lua).
 
 local found = {}
+local handed, passed = {}, {}
 
 local function publish(op, value, extra)
   if ARGV[1] ~= '' then
@@ -33,7 +36,7 @@ end
 local auditDone -- below, with the audit
 
 local function reply(status, value)
-  return {status, value, found, auditDone()}
+  return {status, value, found, auditDone(), handed, passed}
 end
 
 -- person is a {"oid","name"} JSON object of two strings encoded by cjson, or null
@@ -310,17 +313,23 @@ end
 -- latest-expiring lock left, plus the margin, or deletes them when none is left: after
 -- a release they must not outlive their locks by more than the margin (extend never
 -- shortens).
+-- settled remembers the last settle: the index and when the three keys expire now (0:
+-- deleted), so a hand-off right after it (line.lua) knows their TTLs without asking.
+local settled = nil
+
 local function settle(idx, vals)
   local top = redis.call('ZRANGE', idx, -1, -1, 'WITHSCORES')
   if #top == 0 then
     redis.call('DEL', idx, vals)
     if seen then redis.call('DEL', seen) end
+    settled = {idx = idx, at = 0}
     return
   end
   local at = tonumber(top[2]) + tonumber(ARGV[6])
   redis.call('PEXPIREAT', idx, at)
   redis.call('PEXPIREAT', vals, at)
   if seen then redis.call('PEXPIREAT', seen, at) end
+  settled = {idx = idx, at = at}
 end
 
 -- attach remembers which socket claimed a lock, so a closing socket releases it only
