@@ -249,6 +249,7 @@ var scriptNames = func() map[string]string {
 	named := map[string]*redis.Script{
 		"claim": sc.claim.Script, "renew": sc.renew.Script, "release": sc.release.Script,
 		"takeover": sc.takeover.Script, "detach": sc.detach.Script, "forcerelease": sc.force.Script,
+		"handed": sc.handed.Script, "claimmany": sc.claimMany.Script, "releasemany": sc.releaseMany.Script,
 		"sweep": sc.sweep, "list": sc.list, "presence": sc.presence, "nudge": sc.nudge,
 		"reaped": sc.reaped, "forget": sc.forget, "now": sc.now, "reattach": sc.reattach,
 		"beat": sc.beat, "mine": sc.mine,
