@@ -15,7 +15,7 @@
 -- It reads a lock key and its copy only for a candidate: a due member, a member whose
 -- score differs from its seen score or is not seen, or a seen key no longer in the
 -- index. Each candidate goes through the full comparison (changed, gone, a foreign
--- expiry), as every member did before the seen set. At most a sixteenth of ARGV[25]
+-- expiry), as every member did before the seen set. At most a 32nd of ARGV[25]
 -- candidates a call: with more, the cursor stays, and the next call finds the rest.
 --
 -- What it does not see at once: a change that leaves the index score as it was (not
@@ -56,7 +56,7 @@
 --          tenant, changes a second, burst (prelude.lua); optional
 --          (a sweep refuses nothing: it keeps the persons' indexes of what it finds)
 -- ARGV[24] the audit's retention, ms (prelude.lua); optional
--- ARGV[25] the width of a window, sixteen times the most candidates one call compares
+-- ARGV[25] the width of a window, 32 times the most candidates one call compares
 --          ("0" or none: the whole type in one call)
 -- ARGV[26] the cursor key  locksweepat:{tenant}:type  (string "<index rank> <seen rank>
 --          <HSCAN cursor>": where the next call's windows start, absent at the start; in
@@ -197,7 +197,7 @@ local cursor = riNext .. ' ' .. rsNext .. ' ' .. hcNext
 local more = 0
 if riNext ~= 0 or rsNext ~= 0 or hcNext ~= '0' then more = 1 end
 local truncated = false
-local most = math.max(1, math.floor(width / 16)) -- each announces, records and keeps: ~50 µs
+local most = math.max(1, math.floor(width / 32)) -- each announces, records, keeps and hands on: ~100 µs
 if #keys > most then
   for i = #keys, most + 1, -1 do keys[i] = nil end
   more, truncated = 1, true
