@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -127,6 +128,8 @@ type Server struct {
 	static      fs.FS
 	met         *httpMetrics
 	mux         *chi.Mux
+
+	draining atomic.Bool // set by Drain: /readyz answers 503 from then on
 }
 
 var _ http.Handler = (*Server)(nil)

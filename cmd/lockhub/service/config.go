@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/lockhub/lockhub/cmd/internal/flagenv"
 	"github.com/lockhub/lockhub/hub"
@@ -40,6 +41,10 @@ type Config struct {
 	Demo bool
 	// MetricsListen, when set, serves /metrics there and not on Listen.
 	MetricsListen string
+	// DrainDelay is how long, on SIGTERM, /readyz answers 503 while everything else is
+	// served as before, before the sockets are closed (PROTOCOL.md §7). Zero closes
+	// them at once.
+	DrainDelay time.Duration
 	// MemoryTrimBurst is how many new sockets make a burst whose garbage's memory is
 	// returned to the OS once it is over (trim.go); 0 never returns it.
 	MemoryTrimBurst int
@@ -121,6 +126,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Hub.InstanceTimeout, "instance-timeout", hub.DefaultInstanceTimeout, "an instance that has not refreshed its liveness record in this long is dead: the others release its sockets' locks after --release-grace")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "", "a separate address for /metrics, then served only there (empty: /metrics on --listen)")
 	fs.IntVar(&c.MemoryTrimBurst, "memory-trim-burst", DefaultMemoryTrimBurst, "after this many new sockets, once they stop coming (10s with under a tenth as many), return the free memory their set-up left to the OS (0: never)")
+	fs.DurationVar(&c.DrainDelay, "drain-delay", 0, "on SIGTERM, answer /readyz 503 for this long, serving everything else as before, then close every socket (load balancers stop sending first)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
 }
 
@@ -178,6 +184,9 @@ func (s *settings) check() error {
 	}
 	if s.MemoryTrimBurst < 0 {
 		errs = append(errs, s.Name("memory-trim-burst", errors.New("must not be negative: 0 never returns a burst's memory")))
+	}
+	if s.DrainDelay < 0 {
+		errs = append(errs, s.Name("drain-delay", errors.New("must not be negative: 0s closes the sockets at once")))
 	}
 	if s.MetricsListen != "" && s.MetricsListen == s.Listen && !strings.HasSuffix(s.Listen, ":0") {
 		errs = append(errs, s.Name("metrics-listen", errors.New("is the same address as --listen: leave it empty to serve /metrics there")))

@@ -157,6 +157,7 @@ func TestConfigErrors(t *testing.T) {
 		{"empty takeover role", []string{"--takeover-role="}, nil, "--takeover-role"},
 		{"empty admin role", []string{"--admin-role", " "}, nil, "--admin-role"},
 		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level"},
+		{"negative drain delay", []string{"--drain-delay=-1s"}, nil, "--drain-delay"},
 		{"negative memory trim burst", nil, []string{"LOCKHUB_MEMORY_TRIM_BURST", "-5"}, "LOCKHUB_MEMORY_TRIM_BURST"},
 		{"unknown flag", []string{"--redis", "x"}, nil, "redis"},
 		{"stray argument", []string{"serve"}, nil, "serve"},

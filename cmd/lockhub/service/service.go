@@ -302,7 +302,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	var runErr error
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down: closing every socket with 1001, then exiting")
+		if cfg.DrainDelay > 0 {
+			runErr = m.drain(handler, cfg.DrainDelay, errc)
+		}
+		if runErr == nil {
+			log.Info("shutting down: closing every socket with 1001, then exiting")
+		}
 	case runErr = <-errc:
 		log.Error("lockhub stops on an error", slog.String("error", runErr.Error()))
 	}
@@ -330,6 +335,24 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	wg.Wait()
 	log.Info("lockhub stopped")
 	return runErr
+}
+
+// drain makes /readyz answer 503 and serves everything else as before for delay, so
+// that load balancers take this instance out before its sockets close (PROTOCOL.md
+// §7). A server that fails meanwhile ends it early, with that error.
+func (m *Main) drain(h *web.Server, delay time.Duration, errc <-chan error) error {
+	h.Drain()
+	m.log.Info("draining: /readyz answers 503 for --drain-delay while everything else is served, then every socket is closed",
+		slog.String("drain_delay", delay.String()))
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case err := <-errc:
+		m.log.Error("lockhub stops on an error while draining", slog.String("error", err.Error()))
+		return err
+	}
 }
 
 // Timeouts of an HTTP request (PROTOCOL.md §5, "Hardening"): its headers within 5 s;
