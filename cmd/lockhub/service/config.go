@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	neturl "net/url"
 	"strings"
 	"time"
+
+	entraid "github.com/redis/go-redis-entraid"
 
 	"github.com/lockhub/lockhub/cmd/internal/flagenv"
 	"github.com/lockhub/lockhub/hub"
@@ -28,7 +31,17 @@ type Config struct {
 	RedisCluster bool
 	DemoRedisURL string // empty: the lock Redis
 	DemoCluster  bool   // DemoRedisURL is a cluster seed
-	Lockable     []string
+	// RedisAuth is how the lock and demo Redis clients authenticate: "password" (the
+	// URLs' credentials) or "entra" (Entra ID tokens, redisauth.go).
+	RedisAuth string
+	// RedisIdentity, with RedisAuth "entra", issues the tokens; no flag sets it. Nil
+	// means the identity the AZURE_* variables name (azureIdentity). For programs and
+	// tests that bring their own identity provider.
+	RedisIdentity entraid.IdentityProvider
+	// RedisCAFile is a PEM file of the CAs a rediss:// server's certificate must
+	// chain to, instead of the system's; empty means the system's.
+	RedisCAFile string
+	Lockable    []string
 	// JWKS checks production tokens; URL empty means development tokens. Its Claims
 	// are the claim names of either.
 	JWKS     auth.JWKSConfig
@@ -72,6 +85,16 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", defaultListen, "HTTP and WebSocket address ("+defaultDevListen+" in development mode)")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "redis:// or rediss:// URL of the lock Redis, credentials in the URL (empty: an embedded Redis in this process)")
 	fs.BoolVar(&c.RedisCluster, "redis-cluster", false, "treat --redis-url as a Redis Cluster seed (more seeds as ?addr=host:port)")
+	c.RedisAuth = authPassword
+	fs.Func("redis-auth", "how lockhub authenticates to the lock and demo Redis: password (the URL's credentials) or entra (a Microsoft Entra ID token for the identity the AZURE_* variables name, renewed on open connections) (default password)", func(s string) error {
+		switch s = strings.TrimSpace(s); s {
+		case authPassword, authEntra:
+			c.RedisAuth = s
+			return nil
+		}
+		return fmt.Errorf("%q is neither %s nor %s", s, authPassword, authEntra)
+	})
+	fs.StringVar(&c.RedisCAFile, "redis-ca-file", "", "PEM file of the certificate authorities a rediss:// server's certificate must chain to (empty: the system's)")
 	fs.StringVar(&c.JWKS.URL, "jwks-url", "", "where the token signing keys are (empty: development tokens from POST /dev/token)")
 	fs.StringVar(&c.JWKS.Issuer, "issuer", "", "required token issuer (iss), with --jwks-url")
 	fs.StringVar(&c.JWKS.Audience, "audience", "", "required token audience (aud), with --jwks-url")
@@ -185,6 +208,19 @@ func (s *settings) check() error {
 	if s.MemoryTrimBurst < 0 {
 		errs = append(errs, s.Name("memory-trim-burst", errors.New("must not be negative: 0 never returns a burst's memory")))
 	}
+	if s.RedisAuth == authEntra {
+		if s.RedisURL == "" {
+			errs = append(errs, s.Name("redis-auth", errors.New("entra needs --redis-url: the embedded Redis takes no token")))
+		}
+		for _, u := range [...]struct{ name, url string }{{"redis-url", s.RedisURL}, {"demo-redis-url", s.DemoRedisURL}} {
+			if hasPassword(u.url) {
+				errs = append(errs, s.Name(u.name, errors.New("carries a password and --redis-auth is entra: leave the password out of the URL, the token takes its place")))
+			}
+		}
+	}
+	if s.RedisCAFile != "" && !isTLS(s.RedisURL) && !isTLS(s.DemoRedisURL) {
+		errs = append(errs, s.Name("redis-ca-file", errors.New("is set but neither --redis-url nor --demo-redis-url is rediss://: nothing would check the CAs")))
+	}
 	if s.DrainDelay < 0 {
 		errs = append(errs, s.Name("drain-delay", errors.New("must not be negative: 0s closes the sockets at once")))
 	}
@@ -208,6 +244,19 @@ func loopback(listen string) bool {
 	a, err := netip.ParseAddr(host)
 	return err == nil && a.Unmap().IsLoopback()
 }
+
+// hasPassword reports whether a Redis URL carries a password.
+func hasPassword(u string) bool {
+	p, err := neturl.Parse(u)
+	if err != nil || p.User == nil {
+		return false
+	}
+	pw, ok := p.User.Password()
+	return ok && pw != ""
+}
+
+// isTLS reports whether a Redis URL asks for TLS.
+func isTLS(u string) bool { return strings.HasPrefix(u, "rediss://") }
 
 // listenHost is the host of listen, a host:port; empty when it has none.
 func listenHost(listen string) string {

@@ -186,20 +186,25 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 
-	lockRDB, err := m.lockRedis(cfg, &closers)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Entra ID credentials and CAs, shared by both clients; their renewals stop after
+	// the clients close (closers run in reverse).
+	rco, err := m.redisClientOptions(cfg, reg, &closers)
+	if err != nil {
+		return err
+	}
+	lockRDB, err := m.lockRedis(cfg, rco, &closers)
 	if err != nil {
 		return err
 	}
 	demoRDB := lockRDB // used only when the demo is on
 	if cfg.DemoRedisURL != "" {
-		if demoRDB, err = locks.NewClient(cfg.DemoRedisURL, cfg.DemoCluster); err != nil {
+		if demoRDB, err = locks.NewClientWith(cfg.DemoRedisURL, cfg.DemoCluster, demoOptions(cfg.DemoRedisURL, rco)); err != nil {
 			return cfg.Name("demo-redis-url", err)
 		}
 		closers = append(closers, func() { _ = demoRDB.Close() })
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Store.Registry, err = locks.NewRegistry(cfg.Lockable...); err != nil {
 		return cfg.settingError(err)
 	}
@@ -375,9 +380,15 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 
 // lockRedis returns the client of the lock Redis: the one --redis-url names, or an
 // embedded Redis in this process.
-func (m *Main) lockRedis(cfg *settings, closers *[]func()) (redis.UniversalClient, error) {
+func (m *Main) lockRedis(cfg *settings, o locks.ClientOptions, closers *[]func()) (redis.UniversalClient, error) {
 	if cfg.RedisURL != "" {
-		c, err := locks.NewClient(cfg.RedisURL, cfg.RedisCluster)
+		if !isTLS(cfg.RedisURL) {
+			o.RootCAs = nil // --redis-ca-file is for the demo Redis
+		}
+		if o.Credentials != nil && !isTLS(cfg.RedisURL) {
+			m.log.Warn("--redis-auth entra over redis://: the Entra ID token crosses the network in clear text; use rediss:// (Azure Managed Redis listens on TLS port 10000)")
+		}
+		c, err := locks.NewClientWith(cfg.RedisURL, cfg.RedisCluster, o)
 		if err != nil {
 			return nil, cfg.Name("redis-url", err)
 		}
@@ -397,6 +408,15 @@ func (m *Main) lockRedis(cfg *settings, closers *[]func()) (redis.UniversalClien
 	}
 	*closers = append(*closers, func() { _ = c.Close() })
 	return c, nil
+}
+
+// demoOptions are the client options of the demo Redis at url: --redis-ca-file only
+// when it is rediss:// (the CAs may be the lock Redis's alone).
+func demoOptions(url string, o locks.ClientOptions) locks.ClientOptions {
+	if !isTLS(url) {
+		o.RootCAs = nil
+	}
+	return o
 }
 
 // verifier returns the token verifier: a JWKS in production, or the server's own
