@@ -213,6 +213,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return cfg.settingError(err)
 	}
+	reg.MustRegister(redisReady(store.Locks))
 
 	// The JWKS key set refreshes in the background until its Close, a closer.
 	verifier, dev, err := m.verifier(context.WithoutCancel(ctx), cfg.Config, reg, &closers)
@@ -447,6 +448,23 @@ func (m *Main) verifier(ctx context.Context, cfg Config, reg prometheus.Register
 	}
 	m.log.Warn("DEVELOPMENT MODE (--dev, or neither --redis-url nor --jwks-url): lockhub signs its own tokens and anyone who reaches it may get one from POST /dev/token for any tenant, user and role. Never run it like this in production: set --jwks-url, --issuer and --audience.")
 	return dev, dev, nil
+}
+
+// redisReady is the gauge lockhub_redis_ready: what GET /readyz would answer, for
+// dashboards and alerts, asked at each scrape.
+func redisReady(l *locks.Locks) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "lockhub_redis_ready",
+		Help: "1 when the lock Redis answers a PING (as GET /readyz asks it), 0 when not; asked at each scrape, for at most 1 s.",
+	}, func() float64 {
+		// A scrape hands no ctx to a GaugeFunc: the ping has its own bound.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if l.Ping(ctx) != nil {
+			return 0
+		}
+		return 1
+	})
 }
 
 // browserURL is the URL to open for a listening address: an unspecified host is this
