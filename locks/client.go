@@ -32,8 +32,9 @@ func NewClient(url string, cluster bool) (redis.UniversalClient, error) {
 type ClientOptions struct {
 	// Credentials, when set, authenticate every connection, pub/sub ones included, in
 	// place of the URL's: a token provider such as go-redis-entraid's, whose renewed
-	// tokens re-authenticate the open connections (go-redis's streaming credentials).
-	// Nil means the URL's user and password.
+	// tokens re-authenticate the open connections (go-redis's streaming credentials
+	// for its pools, reauth.go for the change feed's). Nil means the URL's user and
+	// password.
 	Credentials auth.StreamingCredentialsProvider
 	// RootCAs, when set, are the certificate authorities a rediss:// server's
 	// certificate must chain to, instead of the system's. Nil means the system's.
@@ -73,6 +74,9 @@ func clusterOptions(url string, co ClientOptions) (*redis.ClusterOptions, error)
 		o.TLSConfig.RootCAs = co.RootCAs
 	}
 	o.StreamingCredentialsProvider = co.Credentials
+	if co.Credentials != nil {
+		o.Dialer = newReauthDialer(co.Credentials, ClientTimeout, &redis.Options{TLSConfig: o.TLSConfig}).Dial
+	}
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = ClientTimeout, ClientTimeout, ClientTimeout
 	o.ClusterStateReloadInterval = clusterReload
 	o.MaxRetries, o.DialerRetries = 1, 1
@@ -92,6 +96,9 @@ func options(url string, co ClientOptions) (*redis.Options, error) {
 		o.TLSConfig.RootCAs = co.RootCAs
 	}
 	o.StreamingCredentialsProvider = co.Credentials
+	if co.Credentials != nil {
+		o.Dialer = newReauthDialer(co.Credentials, ClientTimeout, o).Dial
+	}
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = ClientTimeout, ClientTimeout, ClientTimeout
 	// One retry, and one dial attempt (go-redis tries five by default): a dead Redis
 	// must fail a call fast, and the store fails open.
