@@ -219,6 +219,9 @@ func (s *core) receive(ctx context.Context, ps *redis.PubSub, h FeedHandler, sur
 		pinged = false
 		switch m := msg.(type) {
 		case *redis.Pong:
+			if m.Payload == "OK" {
+				continue // the answer to an AUTH with a renewed token (reauth.go), not to a Ping
+			}
 			if onPong != nil {
 				onPong()
 			}

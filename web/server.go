@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -135,6 +136,8 @@ type Server struct {
 	mux         *chi.Mux
 	lists       coalesce.Reads[listKey, []byte] // GET /api/locks/{type}, coalesced
 	consoles    coalesce.Reads[string, []byte]  // GET /api/admin/locks by tenant, coalesced
+
+	draining atomic.Bool // set by Drain: /readyz answers 503 from then on
 }
 
 // listKey is one type of one tenant, whose lists share reads.

@@ -7,5 +7,6 @@
 //
 // Every setting is a flag and a LOCKHUB_* environment variable; lockhub -h lists them.
 // SIGTERM or SIGINT shuts it down gracefully: it stops accepting, closes every socket
-// with 1001 so clients reconnect elsewhere, and exits 0 within 10 s.
+// with 1001 so clients reconnect elsewhere, and exits 0 within 10 s; with --drain-delay
+// it first answers /readyz 503 for that long, serving everything else as before.
 package main

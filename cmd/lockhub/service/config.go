@@ -8,7 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	neturl "net/url"
 	"strings"
+	"time"
+
+	entraid "github.com/redis/go-redis-entraid"
 
 	"github.com/lockhub/lockhub/cmd/internal/flagenv"
 	"github.com/lockhub/lockhub/hub"
@@ -27,7 +31,17 @@ type Config struct {
 	RedisCluster bool
 	DemoRedisURL string // empty: the lock Redis
 	DemoCluster  bool   // DemoRedisURL is a cluster seed
-	Lockable     []string
+	// RedisAuth is how the lock and demo Redis clients authenticate: "password" (the
+	// URLs' credentials) or "entra" (Entra ID tokens, redisauth.go).
+	RedisAuth string
+	// RedisIdentity, with RedisAuth "entra", issues the tokens; no flag sets it. Nil
+	// means the identity the AZURE_* variables name (azureIdentity). For programs and
+	// tests that bring their own identity provider.
+	RedisIdentity entraid.IdentityProvider
+	// RedisCAFile is a PEM file of the CAs a rediss:// server's certificate must
+	// chain to, instead of the system's; empty means the system's.
+	RedisCAFile string
+	Lockable    []string
 	// JWKS checks production tokens; URL empty means development tokens. Its Claims
 	// are the claim names of either.
 	JWKS     auth.JWKSConfig
@@ -40,6 +54,10 @@ type Config struct {
 	Demo bool
 	// MetricsListen, when set, serves /metrics there and not on Listen.
 	MetricsListen string
+	// DrainDelay is how long, on SIGTERM, /readyz answers 503 while everything else is
+	// served as before, before the sockets are closed (PROTOCOL.md §7). Zero closes
+	// them at once.
+	DrainDelay time.Duration
 	// MemoryTrimBurst is how many new sockets make a burst whose garbage's memory is
 	// returned to the OS once it is over (trim.go); 0 never returns it.
 	MemoryTrimBurst int
@@ -67,6 +85,16 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", defaultListen, "HTTP and WebSocket address ("+defaultDevListen+" in development mode)")
 	fs.StringVar(&c.RedisURL, "redis-url", "", "redis:// or rediss:// URL of the lock Redis, credentials in the URL (empty: an embedded Redis in this process)")
 	fs.BoolVar(&c.RedisCluster, "redis-cluster", false, "treat --redis-url as a Redis Cluster seed (more seeds as ?addr=host:port)")
+	c.RedisAuth = authPassword
+	fs.Func("redis-auth", "how lockhub authenticates to the lock and demo Redis: password (the URL's credentials) or entra (a Microsoft Entra ID token for the identity the AZURE_* variables name, renewed on open connections) (default password)", func(s string) error {
+		switch s = strings.TrimSpace(s); s {
+		case authPassword, authEntra:
+			c.RedisAuth = s
+			return nil
+		}
+		return fmt.Errorf("%q is neither %s nor %s", s, authPassword, authEntra)
+	})
+	fs.StringVar(&c.RedisCAFile, "redis-ca-file", "", "PEM file of the certificate authorities a rediss:// server's certificate must chain to (empty: the system's)")
 	fs.StringVar(&c.JWKS.URL, "jwks-url", "", "where the token signing keys are (empty: development tokens from POST /dev/token)")
 	fs.StringVar(&c.JWKS.Issuer, "issuer", "", "required token issuer (iss), with --jwks-url")
 	fs.StringVar(&c.JWKS.Audience, "audience", "", "required token audience (aud), with --jwks-url")
@@ -121,6 +149,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Hub.InstanceTimeout, "instance-timeout", hub.DefaultInstanceTimeout, "an instance that has not refreshed its liveness record in this long is dead: the others release its sockets' locks after --release-grace")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", "", "a separate address for /metrics, then served only there (empty: /metrics on --listen)")
 	fs.IntVar(&c.MemoryTrimBurst, "memory-trim-burst", DefaultMemoryTrimBurst, "after this many new sockets, once they stop coming (10s with under a tenth as many), return the free memory their set-up left to the OS (0: never)")
+	fs.DurationVar(&c.DrainDelay, "drain-delay", 0, "on SIGTERM, answer /readyz 503 for this long, serving everything else as before, then close every socket (load balancers stop sending first)")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo, "debug, info, warn or error")
 }
 
@@ -179,6 +208,22 @@ func (s *settings) check() error {
 	if s.MemoryTrimBurst < 0 {
 		errs = append(errs, s.Name("memory-trim-burst", errors.New("must not be negative: 0 never returns a burst's memory")))
 	}
+	if s.RedisAuth == authEntra {
+		if s.RedisURL == "" {
+			errs = append(errs, s.Name("redis-auth", errors.New("entra needs --redis-url: the embedded Redis takes no token")))
+		}
+		for _, u := range [...]struct{ name, url string }{{"redis-url", s.RedisURL}, {"demo-redis-url", s.DemoRedisURL}} {
+			if hasPassword(u.url) {
+				errs = append(errs, s.Name(u.name, errors.New("carries a password and --redis-auth is entra: leave the password out of the URL, the token takes its place")))
+			}
+		}
+	}
+	if s.RedisCAFile != "" && !isTLS(s.RedisURL) && !isTLS(s.DemoRedisURL) {
+		errs = append(errs, s.Name("redis-ca-file", errors.New("is set but neither --redis-url nor --demo-redis-url is rediss://: nothing would check the CAs")))
+	}
+	if s.DrainDelay < 0 {
+		errs = append(errs, s.Name("drain-delay", errors.New("must not be negative: 0s closes the sockets at once")))
+	}
 	if s.MetricsListen != "" && s.MetricsListen == s.Listen && !strings.HasSuffix(s.Listen, ":0") {
 		errs = append(errs, s.Name("metrics-listen", errors.New("is the same address as --listen: leave it empty to serve /metrics there")))
 	}
@@ -199,6 +244,19 @@ func loopback(listen string) bool {
 	a, err := netip.ParseAddr(host)
 	return err == nil && a.Unmap().IsLoopback()
 }
+
+// hasPassword reports whether a Redis URL carries a password.
+func hasPassword(u string) bool {
+	p, err := neturl.Parse(u)
+	if err != nil || p.User == nil {
+		return false
+	}
+	pw, ok := p.User.Password()
+	return ok && pw != ""
+}
+
+// isTLS reports whether a Redis URL asks for TLS.
+func isTLS(u string) bool { return strings.HasPrefix(u, "rediss://") }
 
 // listenHost is the host of listen, a host:port; empty when it has none.
 func listenHost(listen string) string {

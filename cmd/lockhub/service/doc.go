@@ -5,10 +5,13 @@
 // runs the same wiring in-process, so what it measures is the server.
 //
 // Start with Main and Main.Run; ExitCode maps Run's error to the exit status.
+// redisauth.go authenticates the Redis clients with Entra ID tokens (--redis-auth
+// entra); Run's drain (--drain-delay) makes /readyz answer 503 before the shutdown.
 //
 // # Concurrency
 //
 // Call Run once. Ready, Addr, Store and Metrics may be called from any goroutine; the
 // last three block until Run listens. Everything Run starts is stopped and joined
-// before it returns.
+// before it returns, the renewals of an Entra ID token included (after the clients
+// close).
 package service

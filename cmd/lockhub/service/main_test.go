@@ -166,6 +166,18 @@ func TestConfigErrors(t *testing.T) {
 		{"empty takeover role", []string{"--takeover-role="}, nil, "--takeover-role"},
 		{"empty admin role", []string{"--admin-role", " "}, nil, "--admin-role"},
 		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level"},
+		{"entra without a redis URL", []string{"--redis-auth", "entra"}, nil, "--redis-auth"},
+		{"unknown redis auth", nil, []string{"LOCKHUB_REDIS_AUTH", "token"}, "LOCKHUB_REDIS_AUTH"},
+		{"entra with a password in the URL", []string{"--dev", "--redis-auth", "entra", "--redis-url", "rediss://:pw@127.0.0.1:1"}, nil, "--redis-url"},
+		{"entra with a password in the demo URL", []string{"--dev", "--redis-auth", "entra", "--redis-url", "rediss://127.0.0.1:1", "--demo-redis-url", "redis://u:pw@127.0.0.1:2"}, nil, "--demo-redis-url"},
+		{"entra service principal without a client id", []string{"--dev", "--redis-auth", "entra", "--redis-url", "rediss://127.0.0.1:1"}, []string{"AZURE_TENANT_ID", "t-1", "AZURE_CLIENT_SECRET", "s"}, "AZURE_CLIENT_ID"},
+		{"entra workload identity without a tenant", []string{"--dev", "--redis-auth", "entra", "--redis-url", "rediss://127.0.0.1:1"}, []string{"AZURE_FEDERATED_TOKEN_FILE", "/var/run/secrets/azure/tokens/azure-identity-token", "AZURE_CLIENT_ID", "c-1"}, "AZURE_TENANT_ID"},
+		{"entra tenant without a secret", []string{"--dev", "--redis-auth", "entra", "--redis-url", "rediss://127.0.0.1:1"}, []string{"AZURE_TENANT_ID", "t-1", "AZURE_CLIENT_ID", "c-1"}, "AZURE_CLIENT_SECRET"},
+		{"entra certificate that is not there", []string{"--dev", "--redis-auth", "entra", "--redis-url", "rediss://127.0.0.1:1"}, []string{"AZURE_TENANT_ID", "t-1", "AZURE_CLIENT_ID", "c-1", "AZURE_CLIENT_CERTIFICATE_PATH", "/nonexistent/sp.pem"}, "AZURE_CLIENT_CERTIFICATE_PATH"},
+		{"CA file without TLS", []string{"--dev", "--redis-url", "redis://127.0.0.1:1", "--redis-ca-file", "main_test.go"}, nil, "--redis-ca-file"},
+		{"CA file not there", []string{"--dev", "--redis-url", "rediss://127.0.0.1:1", "--redis-ca-file", "/nonexistent/ca.pem"}, nil, "--redis-ca-file"},
+		{"CA file not PEM", nil, []string{"LOCKHUB_DEV", "true", "LOCKHUB_REDIS_URL", "rediss://127.0.0.1:1", "LOCKHUB_REDIS_CA_FILE", "main_test.go"}, "LOCKHUB_REDIS_CA_FILE"},
+		{"negative drain delay", []string{"--drain-delay=-1s"}, nil, "--drain-delay"},
 		{"negative memory trim burst", nil, []string{"LOCKHUB_MEMORY_TRIM_BURST", "-5"}, "LOCKHUB_MEMORY_TRIM_BURST"},
 		{"unknown flag", []string{"--redis", "x"}, nil, "redis"},
 		{"stray argument", []string{"serve"}, nil, "serve"},
@@ -176,6 +188,9 @@ func TestConfigErrors(t *testing.T) {
 			err := m.Run(t.Context())
 			if err == nil {
 				t.Fatal("Run accepted it")
+			}
+			if strings.Contains(err.Error(), ":pw@") || strings.Contains(err.Error(), "\"pw\"") {
+				t.Fatalf("error %q shows a password", err)
 			}
 			if !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %q does not name %s", err, c.want)

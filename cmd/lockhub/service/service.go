@@ -186,20 +186,25 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		}
 	}()
 
-	lockRDB, err := m.lockRedis(cfg, &closers)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Entra ID credentials and CAs, shared by both clients; their renewals stop after
+	// the clients close (closers run in reverse).
+	rco, err := m.redisClientOptions(cfg, reg, &closers)
+	if err != nil {
+		return err
+	}
+	lockRDB, err := m.lockRedis(cfg, rco, &closers)
 	if err != nil {
 		return err
 	}
 	demoRDB := lockRDB // used only when the demo is on
 	if cfg.DemoRedisURL != "" {
-		if demoRDB, err = locks.NewClient(cfg.DemoRedisURL, cfg.DemoCluster); err != nil {
+		if demoRDB, err = locks.NewClientWith(cfg.DemoRedisURL, cfg.DemoCluster, demoOptions(cfg.DemoRedisURL, rco)); err != nil {
 			return cfg.Name("demo-redis-url", err)
 		}
 		closers = append(closers, func() { _ = demoRDB.Close() })
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Store.Registry, err = locks.NewRegistry(cfg.Lockable...); err != nil {
 		return cfg.settingError(err)
 	}
@@ -208,6 +213,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return cfg.settingError(err)
 	}
+	reg.MustRegister(redisReady(store.Locks))
 
 	// The JWKS key set refreshes in the background until its Close, a closer.
 	verifier, dev, err := m.verifier(context.WithoutCancel(ctx), cfg.Config, reg, &closers)
@@ -305,7 +311,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	var runErr error
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down: closing every socket with 1001, then exiting")
+		if cfg.DrainDelay > 0 {
+			runErr = m.drain(handler, cfg.DrainDelay, errc)
+		}
+		if runErr == nil {
+			log.Info("shutting down: closing every socket with 1001, then exiting")
+		}
 	case runErr = <-errc:
 		log.Error("lockhub stops on an error", slog.String("error", runErr.Error()))
 	}
@@ -335,6 +346,24 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	return runErr
 }
 
+// drain makes /readyz answer 503 and serves everything else as before for delay, so
+// that load balancers take this instance out before its sockets close (PROTOCOL.md
+// §7). A server that fails meanwhile ends it early, with that error.
+func (m *Main) drain(h *web.Server, delay time.Duration, errc <-chan error) error {
+	h.Drain()
+	m.log.Info("draining: /readyz answers 503 for --drain-delay while everything else is served, then every socket is closed",
+		slog.String("drain_delay", delay.String()))
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case err := <-errc:
+		m.log.Error("lockhub stops on an error while draining", slog.String("error", err.Error()))
+		return err
+	}
+}
+
 // Timeouts of an HTTP request (PROTOCOL.md §5, "Hardening"): its headers within 5 s;
 // its body within 10 s of them is web's to enforce (web.Config), per request, since a
 // server-wide read deadline would cut the WebSockets; an idle keep-alive connection
@@ -355,9 +384,15 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 
 // lockRedis returns the client of the lock Redis: the one --redis-url names, or an
 // embedded Redis in this process.
-func (m *Main) lockRedis(cfg *settings, closers *[]func()) (redis.UniversalClient, error) {
+func (m *Main) lockRedis(cfg *settings, o locks.ClientOptions, closers *[]func()) (redis.UniversalClient, error) {
 	if cfg.RedisURL != "" {
-		c, err := locks.NewClient(cfg.RedisURL, cfg.RedisCluster)
+		if !isTLS(cfg.RedisURL) {
+			o.RootCAs = nil // --redis-ca-file is for the demo Redis
+		}
+		if o.Credentials != nil && !isTLS(cfg.RedisURL) {
+			m.log.Warn("--redis-auth entra over redis://: the Entra ID token crosses the network in clear text; use rediss:// (Azure Managed Redis listens on TLS port 10000)")
+		}
+		c, err := locks.NewClientWith(cfg.RedisURL, cfg.RedisCluster, o)
 		if err != nil {
 			return nil, cfg.Name("redis-url", err)
 		}
@@ -377,6 +412,15 @@ func (m *Main) lockRedis(cfg *settings, closers *[]func()) (redis.UniversalClien
 	}
 	*closers = append(*closers, func() { _ = c.Close() })
 	return c, nil
+}
+
+// demoOptions are the client options of the demo Redis at url: --redis-ca-file only
+// when it is rediss:// (the CAs may be the lock Redis's alone).
+func demoOptions(url string, o locks.ClientOptions) locks.ClientOptions {
+	if !isTLS(url) {
+		o.RootCAs = nil
+	}
+	return o
 }
 
 // verifier returns the token verifier: a JWKS in production, or the server's own
@@ -407,6 +451,23 @@ func (m *Main) verifier(ctx context.Context, cfg Config, reg prometheus.Register
 	}
 	m.log.Warn("DEVELOPMENT MODE (--dev, or neither --redis-url nor --jwks-url): lockhub signs its own tokens and anyone who reaches it may get one from POST /dev/token for any tenant, user and role. Never run it like this in production: set --jwks-url, --issuer and --audience.")
 	return dev, dev, nil
+}
+
+// redisReady is the gauge lockhub_redis_ready: what GET /readyz would answer, for
+// dashboards and alerts, asked at each scrape.
+func redisReady(l *locks.Locks) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "lockhub_redis_ready",
+		Help: "1 when the lock Redis answers a PING (as GET /readyz asks it), 0 when not; asked at each scrape, for at most 1 s.",
+	}, func() float64 {
+		// A scrape hands no ctx to a GaugeFunc: the ping has its own bound.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if l.Ping(ctx) != nil {
+			return 0
+		}
+		return 1
+	})
 }
 
 // browserURL is the URL to open for a listening address: an unspecified host is this
