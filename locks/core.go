@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockhub/lockhub/locks/coalesce"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -120,7 +121,8 @@ type core struct {
 	auditWarned warnings
 	share       shareLimits
 	amet        *auditMetrics
-	encoded     encodedValues // ListJSON's encodings of the values it read last
+	encoded     encodedValues                  // ListJSON's encodings of the values it read last
+	live        coalesce.Reads[typeKey, []any] // readLive's reads, shared
 	// feedQuiet is how long the feed's connection may be silent before it is pinged;
 	// the Pong has a third of it.
 	feedQuiet time.Duration

@@ -46,6 +46,19 @@ const listPage = 256
 // longer than one operation's timeout, and failing open would show no locks). A key read on two pages (renewed in between) is kept once, at its
 // first place, with its later value. A nil in the answer is a key gone meanwhile.
 func (s *core) readLive(ctx context.Context, tenant, entityType string) ([]any, error) {
+	// Reads of one type that arrive together share one read (locks/coalesce), whoever
+	// asks: a watch's snapshot, a list over HTTP, the console. A tenant at its quota
+	// whose people read it in a loop then has one read of a type in flight on this
+	// instance, not one per request: another tenant's command waits behind one page
+	// at most, not behind a page of each (lockbench -mode share).
+	return s.live.Read(ctx, typeKey{tenant, entityType}, func(ctx context.Context) ([]any, error) {
+		return s.readPages(ctx, tenant, entityType)
+	})
+}
+
+// readPages is readLive's read, page by page. The values it answers may be shared:
+// they are only read.
+func (s *core) readPages(ctx context.Context, tenant, entityType string) ([]any, error) {
 	keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType)}
 	prefix := lockKeyPrefix(tenant, entityType)
 	var out []any
