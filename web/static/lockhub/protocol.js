@@ -49,6 +49,20 @@ export const CloseCode = Object.freeze({
  * @property {string} oid
  * @property {string} name
  * @property {string} since  RFC 3339
+ * @property {ViewerState} [state]  version 3: `editing` (holds the lock), `waiting`
+ *   (intent edit while someone else holds it) or `looking`; absent from an older hub
+ * @property {number} [position]  version 3, a waiting viewer's place in line (1: next)
+ */
+
+/**
+ * What a viewer does (PROTOCOL.md §9, version 3).
+ * @typedef {'editing'|'waiting'|'looking'} ViewerState
+ */
+
+/**
+ * Why a page views an entity (PROTOCOL.md §9, version 3): `edit` waits in line while
+ * someone else holds the lock (§11), `look` only looks.
+ * @typedef {'edit'|'look'} Intent
  */
 
 /**
