@@ -94,6 +94,9 @@ export const CloseCode = Object.freeze({
  *   unviewed, nudged
  * @property {Lock|null} [lock]
  * @property {Lock[]} [locks]
+ * @property {boolean} [pending]  a release that takes effect when the hub notices an
+ *   instance died (version 3, PROTOCOL.md §4)
+ * @property {number} [count]  releaseMany: how many were released (version 3, §12)
  * @property {Holder} [previousHolder]
  */
 
