@@ -223,7 +223,7 @@ export class LockClient {
       welcome: () => this.#welcome,
       now: () => this.now(),
       local: () => this.#clock.now(),
-      waiting: (type, uid) => this.#views.waiting(type, uid),
+      standing: (type, uid) => this.#views.standing(type, uid),
       skew: () => this.#skew,
       onError: (err) => this.#o.onError(err),
       unknownRetryMs: this.#o.unknownRetryMs,

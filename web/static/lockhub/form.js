@@ -72,7 +72,7 @@ import { LockhubError } from './protocol.js';
 const MAX_NAMED = 8;
 
 /**
- * @typedef {'claiming'|'held'|'locked'|'takenOver'|'ended'|'unknown'|'releasing'|'released'|'closed'} FormState
+ * @typedef {'claiming'|'held'|'locked'|'free'|'takenOver'|'ended'|'unknown'|'releasing'|'released'|'closed'} FormState
  */
 
 /**
@@ -208,6 +208,8 @@ export class LockForm {
   setIntent(intent) {
     if (this.#closed) return;
     this.#view.setIntent(intent);
+    // Wanting it again while nobody holds it: claim (the line only forms behind a holder).
+    if (intent === 'edit' && this.#hold.state.status === 'free') this.#hold.claim();
     this.#render();
   }
 
@@ -388,7 +390,9 @@ export class LockForm {
     this.#el.dataset.lockState = state;
     const focusInside = this.#body.contains(document.activeElement);
 
-    const blocked = state === 'locked';
+    // `free`: this person stopped waiting and the lock went; the form stays as it was
+    // until they want it again.
+    const blocked = state === 'locked' || state === 'free';
     this.#body.inert = blocked;
     const lost = state === 'takenOver' || state === 'ended' || state === 'releasing' || state === 'released';
     this.#setReadOnly(lost);
@@ -405,6 +409,9 @@ export class LockForm {
       kind = 'locked';
     } else if (state === 'locked') {
       text = m.lockedBySomeone;
+      kind = 'locked';
+    } else if (state === 'free') {
+      text = m.free;
       kind = 'locked';
     } else if (state === 'takenOver') {
       const who = e.takenBy ? e.takenBy.name : m.someone;
@@ -436,7 +443,7 @@ export class LockForm {
     // "Stop waiting" while in line; after it, a way back into the line.
     const inLine = blocked && (position > 0 || this.intent === 'look') && this.#view.status === 'viewing';
     this.#waitButton.hidden = !inLine;
-    const waitLabel = this.intent === 'edit' ? m.stopWaiting : m.waitInLine;
+    const waitLabel = this.intent === 'edit' ? m.stopWaiting : state === 'free' ? m.edit : m.waitInLine;
     if (this.#waitButton.textContent !== waitLabel) this.#waitButton.textContent = waitLabel;
     this.#el.dataset.lockPosition = String(position);
     this.#renderPresence();

@@ -38,7 +38,9 @@ import { LockhubError } from './protocol.js';
  */
 
 /**
- * @typedef {'claiming'|'held'|'locked'|'takenOver'|'ended'|'unknown'|'releasing'|'released'} HoldStatus
+ * `free`: nobody holds it, and this page does not claim it because this person only
+ * looks (they stopped waiting, PROTOCOL.md §11); {@link Hold}'s claim takes it.
+ * @typedef {'claiming'|'held'|'locked'|'free'|'takenOver'|'ended'|'unknown'|'releasing'|'released'} HoldStatus
  */
 
 /**
@@ -77,6 +79,8 @@ import { LockhubError } from './protocol.js';
  * @typedef {object} Hold
  * @property {HoldState} state  the current state (a fresh copy at each read)
  * @property {() => Promise<Result>} takeover  takes the lock over (the takeover role)
+ * @property {() => void} claim  claims it now when it is `free` or `locked` (after this
+ *   person chose to wait again, say); the hub answers `locked` if someone has it
  * @property {<T>(write: () => Promise<T>, ok: (v: T) => boolean) => Promise<T>} commit
  *   runs a write that releases the lock when ok says it succeeded (approve, reject), so
  *   that the Released that follows is not taken for someone else's release
@@ -108,9 +112,11 @@ function stateOf(e) {
  * @property {() => Welcome|null} welcome    the last welcome
  * @property {() => number} now              the client's estimate of the server's clock, Unix ms
  * @property {() => number} local            the client's own clock, Unix ms
- * @property {(type: string, uid: string) => boolean} waiting
- *   this person waits in the entity's line (PROTOCOL.md §11): the hub hands the lock
- *   over, so the hold does not claim when it is freed
+ * @property {(type: string, uid: string) => 'waiting'|'looking'|null} standing
+ *   where this person stands on the entity as the hub last said (PROTOCOL.md §9, §11):
+ *   `waiting` in line (the hub hands the lock over, so the hold does not claim when it
+ *   is freed), `looking` (they stopped waiting: the hold does not claim either), null
+ *   when the hub does not say (older than version 3: claim when freed, as before)
  * @property {() => number} skew             the server's clock minus the client's, ms
  * @property {(err: unknown) => void} onError
  * @property {number} unknownRetryMs         retry a claim answered `unknown` after this
@@ -217,6 +223,11 @@ export class Holds {
         e.note = '';
         return this.#claimEntry(e, 'takeover');
       },
+      claim: () => {
+        if (this.#entries.get(e.key) !== e || (e.status !== 'free' && e.status !== 'locked')) return;
+        e.want = true;
+        void this.#claimEntry(e, 'claim').catch(() => {});
+      },
       commit: async (write, ok) => {
         e.committing = true;
         let v;
@@ -292,7 +303,7 @@ export class Holds {
     for (const e of this.#entries.values()) {
       if (e.type !== type || !e.want) continue;
       const l = locks.get(e.uid);
-      if (e.status === 'locked' && !l && e.auto && !this.#host.waiting(e.type, e.uid)) void this.#claimEntry(e, 'claim').catch(() => {});
+      if (e.status === 'locked' && !l && e.auto) this.#freed(e);
       else if (e.status === 'locked' && l && l.holderOid !== me) {
         e.lock = l;
         this.#notify(e);
@@ -376,9 +387,7 @@ export class Holds {
         if (!e.renewing && local >= e.nextRenewAt) void this.#renewEntry(e).catch(() => {});
       } else if (e.status === 'locked') {
         // The holder's lease ran out and no event said so (yet): try.
-        if (e.auto && !e.claiming && e.lock && parseTime(e.lock.expiresAtUtc) <= now && !this.#host.waiting(e.type, e.uid)) {
-          void this.#claimEntry(e, 'claim').catch(() => {});
-        }
+        if (e.auto && !e.claiming && e.lock && parseTime(e.lock.expiresAtUtc) <= now) this.#freed(e);
       } else if (e.status === 'unknown' || (e.status === 'claiming' && e.retryAt)) {
         if (!e.claiming && e.retryAt && local >= e.retryAt) {
           e.retryAt = 0;
@@ -623,7 +632,7 @@ export class Holds {
           if (newerThan(ev.lock, e.lock)) this.#lostTo(e, ev.lock, ev.at);
           return;
         }
-        if (e.status === 'locked' || e.status === 'claiming' || e.status === 'unknown') {
+        if (e.status === 'locked' || e.status === 'free' || e.status === 'claiming' || e.status === 'unknown') {
           if (!e.want) return;
           e.status = 'locked';
           e.lock = ev.lock;
@@ -659,13 +668,35 @@ export class Holds {
         if (e.status === 'locked' && !e.auto) return;
         // In line (PROTOCOL.md §11): the hub gives the lock to the first who waits and
         // sends them `handoff`; a claim of our own would race the one ahead of us.
-        if (e.status === 'locked' && this.#host.waiting(e.type, e.uid)) return;
-        e.status = e.status === 'locked' ? 'locked' : 'claiming';
+        if (e.status === 'locked') {
+          this.#freed(e);
+          return;
+        }
+        e.status = 'claiming';
         void this.#claimEntry(e, 'claim').catch(() => {});
         return;
       default:
         return;
     }
+  }
+
+  /**
+   * The lock that kept a wanted entry from us is gone. Claim it, unless this person
+   * stands in the entity's line (the hub hands it to the first who waits, and sends us
+   * `handoff` if that is us: a claim of our own would race whoever is ahead), or only
+   * looks (then it is `free` until they want it again).
+   * @param {Entry} e
+   */
+  #freed(e) {
+    const standing = this.#host.standing(e.type, e.uid);
+    if (standing === 'waiting') return;
+    if (standing === 'looking') {
+      e.status = 'free';
+      e.lock = null;
+      this.#notify(e);
+      return;
+    }
+    void this.#claimEntry(e, 'claim').catch(() => {});
   }
 
   /** @param {Entry} e */

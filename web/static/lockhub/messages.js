@@ -30,6 +30,8 @@
  * @property {string} takeOver  the button
  * @property {string} stopWaiting  the button of a waiting person: leave the line
  * @property {string} waitInLine  the button after "Stop waiting": join the line again
+ * @property {string} free  the banner of a person who stopped waiting, once the lock went
+ * @property {string} edit  the button then: claim it
  * @property {string} dismiss
  * @property {string} alsoHere  the label of the list of others
  * @property {(name: string, activity: Activity, position: number) => string} viewer  one line of that list; position is a waiting viewer's place, else 0
@@ -99,6 +101,8 @@ export const en = Object.freeze({
   takeOver: 'Take over',
   stopWaiting: 'Stop waiting',
   waitInLine: 'Wait for it',
+  free: 'Nobody is editing this now.',
+  edit: 'Edit',
   dismiss: 'Dismiss',
   alsoHere: 'Also on this record',
   viewer: (name, activity, position) => (position > 0 ? `${name} is waiting (${ordinal(position)})` : `${name} is ${activity}`),
@@ -174,6 +178,8 @@ export const de = Object.freeze({
   takeOver: 'Übernehmen',
   stopWaiting: 'Nicht mehr warten',
   waitInLine: 'Warten',
+  free: 'Gerade bearbeitet niemand diesen Datensatz.',
+  edit: 'Bearbeiten',
   dismiss: 'Schließen',
   alsoHere: 'Ebenfalls bei diesem Datensatz',
   viewer: (name, activity, position) => (position > 0 ? `${name} wartet (${position}.)` : `${name} ${ACTIVITY_DE[activity] || activity}`),

@@ -175,16 +175,22 @@ export class Views {
   }
 
   /**
-   * Whether this person waits in the entity's line, as the hub last said (PROTOCOL.md
-   * §11); false when the hub does not tell (older than version 3) or nothing views it.
+   * Where this person stands on an entity, as the hub last said (PROTOCOL.md §9, §11):
+   * `waiting` in its line, `looking` (this page's intent is look), or null when the hub
+   * does not tell (older than version 3), nothing views it, or the hub has not put this
+   * person in line yet.
    * @param {string} type @param {string} uid
-   * @returns {boolean}
+   * @returns {'waiting'|'looking'|null}
    */
-  waiting(type, uid) {
+  standing(type, uid) {
     const e = this.#entries.get(keyOf(type, uid));
-    if (!e) return false;
+    if (!e) return null;
     const m = this.#mine(e);
-    return !!m && m.state === 'waiting';
+    if (!m || !m.state) return null;
+    // A look is this page's own choice, whatever the hub said last; a wait counts once
+    // the hub has put this person in line (until then a claim is what takes the lock).
+    if (this.#intentOf(e) === 'look') return 'looking';
+    return m.state === 'waiting' ? 'waiting' : null;
   }
 
   /** @param {Entry} e @returns {Viewer|null} */

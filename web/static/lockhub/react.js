@@ -117,7 +117,8 @@ export function useConnectionState(client) {
  * @property {() => Promise<Result|undefined>} takeover  (the takeover role)
  * @property {() => Promise<Result>} nudge  asks the holder to finish
  * @property {() => void} stopWaiting  leaves the line (intent look)
- * @property {() => void} wait  joins the line again (intent edit)
+ * @property {() => void} wait  joins the line again (intent edit), or claims the lock
+ *   when it went while this person only looked (status `free`)
  */
 
 /**
@@ -231,7 +232,11 @@ export function useLock(type, uid, options = {}) {
     return client.nudge(type, uid);
   }, [client, type, uid]);
   const stopWaiting = useCallback(() => setIntent('look'), []);
-  const wait = useCallback(() => setIntent('edit'), []);
+  const wait = useCallback(() => {
+    setIntent('edit');
+    // Freed while this person only looked: nobody is in line to hand it to; claim it.
+    if (hold && hold.state.status === 'free') hold.claim();
+  }, [hold]);
 
   return {
     status,

@@ -164,6 +164,23 @@ describe('holds and the waiting line (PROTOCOL.md §11)', () => {
     client.close();
   });
 
+  it('a person who stopped waiting does not claim when the lock is freed, and claims when they want it', async () => {
+    const { client, clock, ws, hold, view } = await blocked();
+    view.setIntent('look');
+    ws.receive({ id: ws.last('view').id, type: 'presence', entityType: TYPE, entityUid: 'r-1', viewers: [
+      { oid: GRACE.oid, name: GRACE.name, since: '2026-12-04T09:00:00Z', state: 'editing' },
+      { oid: ADA.oid, name: ADA.name, since: '2026-12-04T09:02:00Z', state: 'looking' },
+    ] });
+    const claims = ws.frames('claim').length;
+    ws.receive({ type: 'lock', op: 'Released', lock: lockOf('r-1', GRACE, clock) });
+    await settle();
+    assert.equal(ws.frames('claim').length, claims, 'claimed while only looking');
+    assert.equal(hold.state.status, 'free');
+    hold.claim();
+    assert.equal(ws.frames('claim').length, claims + 1);
+    client.close();
+  });
+
   it('ignores a handoff of another person or of an entity it does not hold', async () => {
     const { client, clock, ws, hold } = await blocked();
     ws.receive({ type: 'handoff', entityType: TYPE, entityUid: 'r-1', lock: lockOf('r-1', EDSGER, clock) });
