@@ -63,6 +63,10 @@
  * - `lockhub/presence.js`: the entities the client views and who else views each,
  *   PROTOCOL.md §9 (internal; its {@link View} is what {@link LockClient#view} returns).
  * - `lockhub/heartbeat.js`: the liveness check of a socket (internal).
+ * - `lockhub/requests.js`, `lockhub/refresh.js`, `lockhub/lifecycle.js`: requests matched
+ *   to answers by id, the token's in-band refresh, the page's lifecycle (internal).
+ * - `lockhub/clock.js`, `lockhub/audit.js`, `lockhub/messages.js`: the injectable clock,
+ *   the audit trail over HTTP, every text a widget shows.
  * - `lockhub/form.js`: {@link LockForm}. `lockhub/grid.js`: {@link LockGrid}.
  * - `lockhub/console.js`: {@link LockConsole}, the lock console of an administrator
  *   (`client.lockConsole(element)`): every live lock of the tenant, Force release, an

@@ -26,10 +26,11 @@ import { systemClock } from './clock.js';
 import { parseTime } from './format.js';
 import { Heartbeat } from './heartbeat.js';
 import { Holds } from './holds.js';
+import { listenToPage } from './lifecycle.js';
 import { Views } from './presence.js';
 import { CloseCode, LockhubError, SUBPROTOCOL } from './protocol.js';
+import { TokenRefresh } from './refresh.js';
 import { Requests } from './requests.js';
-import { jwtExpiry } from './token.js';
 import { Watches } from './watches.js';
 
 /** @typedef {import('./protocol.js').Lock} Lock */
@@ -165,8 +166,10 @@ export class LockClient {
   #suspended = false; // the page is in the back/forward cache
   /** @type {TimerHandle|undefined} */
   #reconnectTimer;
-  /** @type {TimerHandle|undefined} */
-  #refreshTimer;
+  /** @type {TokenRefresh} */
+  #refresh;
+  /** @type {() => void} stops listening to the page's lifecycle */
+  #unlisten;
   /** @type {TimerHandle|undefined} */
   #ticker;
   /** @type {(w: Welcome) => void} */
@@ -242,11 +245,20 @@ export class LockClient {
       this.#stateListeners.add(opts.onState);
       safeCall(opts.onState, this.state);
     }
-    if (typeof window !== 'undefined') {
-      window.addEventListener('pagehide', this.#onPageHide);
-      window.addEventListener('pageshow', this.#onPageShow);
-      window.addEventListener('online', this.#onOnline);
-    }
+    this.#refresh = new TokenRefresh({
+      clock,
+      beforeMs: this.#o.refreshBeforeMs,
+      now: () => this.now(),
+      getToken: () => this.#o.getToken({ reason: 'refresh', rejected: false }),
+      request: (frame) => this.#request(frame, false),
+      socket: () => this.#ws,
+      live: () => this.#authed && !this.#closed,
+      refreshed: (token) => {
+        this.#token = token;
+      },
+      onError: (err) => this.#o.onError(err),
+    });
+    this.#unlisten = listenToPage({ hide: this.#onPageHide, show: this.#onPageShow, online: this.#onOnline });
     this.#ticker = clock.setInterval(() => this.#tick(), 500);
     void this.#open();
   }
@@ -597,7 +609,7 @@ export class LockClient {
     const wasAuthed = this.#authed;
     this.#authed = false;
     this.#sending = false;
-    this.#clock.clearTimeout(this.#refreshTimer);
+    this.#refresh.stop();
     this.#watches.disconnected();
     this.#views.disconnected();
     this.#requests.disconnected();
@@ -692,7 +704,7 @@ export class LockClient {
     this.#attempt = 0;
     this.#everOpened = true;
     this.#setState({ state: 'open', attempt: 0 });
-    this.#scheduleRefresh(this.#token);
+    this.#refresh.schedule(this.#token);
     this.#heartbeat?.pingWhenIdle();
     // The watches went with the auth (their snapshots make the maps whole); re-claim
     // what is wanted, then send what waited for the connection.
@@ -704,50 +716,15 @@ export class LockClient {
     this.#holds.notifyAll();
   }
 
-  /** @param {string} token */
-  #scheduleRefresh(token) {
-    this.#clock.clearTimeout(this.#refreshTimer);
-    const exp = jwtExpiry(token);
-    if (exp === null) return;
-    const delay = Math.max(1000, exp - this.#o.refreshBeforeMs - this.now());
-    this.#refreshTimer = this.#clock.setTimeout(() => void this.#refresh(), Math.min(delay, 2 ** 31 - 1));
-  }
-
-  async #refresh() {
-    if (!this.#authed || this.#closed) return;
-    const ws = this.#ws;
-    try {
-      const token = await this.#o.getToken({ reason: 'refresh', rejected: false });
-      if (ws !== this.#ws || !this.#authed) return;
-      const r = await this.#request({ type: 'auth', token }, false);
-      if (r.outcome === 'refreshed' && ws === this.#ws) {
-        this.#token = token;
-        this.#scheduleRefresh(token);
-      }
-    } catch (err) {
-      this.#o.onError(err);
-      // The hub closes an expired socket with 4401 and the reconnect takes a fresh
-      // token; meanwhile try again shortly.
-      if (ws === this.#ws && this.#authed) {
-        this.#clock.clearTimeout(this.#refreshTimer);
-        this.#refreshTimer = this.#clock.setTimeout(() => void this.#refresh(), 5000);
-      }
-    }
-  }
-
   /** @param {string} why */
   #shutdown(why) {
     this.#heartbeat?.stop();
     this.#clock.clearTimeout(this.#reconnectTimer);
-    this.#clock.clearTimeout(this.#refreshTimer);
+    this.#refresh.stop();
     this.#clock.clearInterval(this.#ticker);
     this.#reconnectTimer = undefined;
     this.#requests.failAll(why);
-    if (typeof window !== 'undefined') {
-      window.removeEventListener('pagehide', this.#onPageHide);
-      window.removeEventListener('pageshow', this.#onPageShow);
-      window.removeEventListener('online', this.#onOnline);
-    }
+    this.#unlisten();
   }
 
   /** @param {ConnectionState} s */
