@@ -541,8 +541,10 @@ export class LockForm {
     }));
 
     // Who else is here.
-    // Who waits first, in line order (PROTOCOL.md §11), then the rest in the hub's order.
-    const ordered = [...others].sort((a, b) => (a.position || Infinity) - (b.position || Infinity));
+    // With a line (PROTOCOL.md §11): the holder, then who waits in line order, then who
+    // looks; else the hub's order (by since).
+    const rank = (/** @type {OtherViewer} */ o) => (o.activity === 'editing' ? 0 : o.position > 0 ? o.position : Infinity);
+    const ordered = others.some((o) => o.position > 0) ? [...others].sort((a, b) => rank(a) - rank(b)) : others;
     const named = ordered.length > MAX_NAMED ? ordered.slice(0, MAX_NAMED - 1) : ordered;
     const items = named.map((o) => {
       const li = document.createElement('li');
