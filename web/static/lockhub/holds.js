@@ -621,6 +621,9 @@ export class Holds {
             if (expiresLocal - 2000 < e.nextRenewAt && !e.renewing) void this.#renewEntry(e).catch(() => {});
             this.#notify(e);
           } else if (e.want && e.status !== 'takenOver' && !e.claiming) {
+            // Handed to me from the line (PROTOCOL.md §11): the `handoff` that follows
+            // makes it ours here, and every socket of mine waiting in line gets one.
+            if (this.#host.standing(e.type, e.uid) === 'waiting') return;
             // Another tab of mine holds it: a claim makes it ours here too (renewed).
             void this.#claimEntry(e, 'claim').catch(() => {});
           }

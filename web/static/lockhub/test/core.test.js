@@ -140,6 +140,10 @@ describe('holds and the waiting line (PROTOCOL.md §11)', () => {
     ws.receive({ type: 'lock', op: 'Released', lock: lockOf('r-1', EDSGER, clock) });
     await settle();
     assert.equal(ws.frames('claim').length, claims, 'claimed on Released while first in line: the hub hands it over');
+    // Watchers hear the hand-off's Acquired, which may come before the handoff frame.
+    ws.receive({ type: 'lock', op: 'Acquired', lock: lockOf('r-1', ADA, clock) });
+    await settle();
+    assert.equal(ws.frames('claim').length, claims, "claimed on the hand-off's Acquired");
     ws.receive({ type: 'handoff', entityType: TYPE, entityUid: 'r-1', lock: lockOf('r-1', ADA, clock) });
     assert.equal(hold.state.status, 'held');
     assert.equal(hold.state.lock?.holderOid, ADA.oid);
