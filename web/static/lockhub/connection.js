@@ -395,6 +395,27 @@ export class LockClient {
     return this.#holds.hold(type, uid, onChange);
   }
 
+  /**
+   * Every live lock of the tenant (PROTOCOL.md §10, the admin role): the lock console's
+   * data. Rejects with a {@link LockhubError} `forbidden` without the role.
+   * @returns {Promise<Lock[]>}
+   */
+  async adminLocks() {
+    const r = await this.#request({ type: 'adminLocks' }, false);
+    return r.locks || [];
+  }
+
+  /**
+   * Releases someone's lock as an administrator (PROTOCOL.md §10): `released` with the
+   * lock, or `notHeld`. Watchers see `Released` with `by`.
+   * @param {string} type
+   * @param {string} uid
+   * @returns {Promise<Result>}
+   */
+  forceRelease(type, uid) {
+    return this.#request({ type: 'forceRelease', entityType: type, entityUid: uid }, false);
+  }
+
   /** The caller's live locks, from the hub. @returns {Promise<Lock[]>} */
   async mine() {
     const r = await this.#request({ type: 'mine' });

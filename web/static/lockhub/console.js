@@ -146,7 +146,7 @@ export class LockConsole {
    */
   async #start(types) {
     try {
-      await this.#client.request({ type: 'adminLocks' });
+      await this.#client.adminLocks();
     } catch (err) {
       if (this.#closed) return;
       const code = /** @type {{code?: string}} */ (err).code;
@@ -243,7 +243,7 @@ export class LockConsole {
     btn.disabled = true;
     const key = `${l.entityType}/${l.entityUid}`;
     try {
-      const r = await this.#client.request({ type: 'forceRelease', entityType: l.entityType, entityUid: l.entityUid });
+      const r = await this.#client.forceRelease(l.entityType, l.entityUid);
       this.#status.textContent = r.outcome === 'released'
         ? this.#m.forceReleased(holderNameOf(r.lock ?? l), l.entityUid)
         : r.outcome === 'notHeld'

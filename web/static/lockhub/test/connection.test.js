@@ -29,6 +29,23 @@ function start(clock, opts = {}) {
   return { client, sockets, states };
 }
 
+describe('the console data (PROTOCOL.md §10)', () => {
+  it('adminLocks and forceRelease are requests of the socket', async () => {
+    const { client, clock, ws } = await connected();
+    const all = client.adminLocks();
+    answer(ws, 'adminLocks', { type: 'result', locks: [lockOf('r-1', GRACE, clock)] });
+    assert.deepEqual((await all).map((l) => l.holderOid), [GRACE.oid]);
+    const fr = client.forceRelease(TYPE, 'r-1');
+    const f = answer(ws, 'forceRelease', { type: 'result', outcome: 'released', lock: lockOf('r-1', GRACE, clock) });
+    assert.deepEqual([f.entityType, f.entityUid], [TYPE, 'r-1']);
+    assert.equal((await fr).outcome, 'released');
+    const denied = client.adminLocks();
+    answer(ws, 'adminLocks', { type: 'error', code: 'forbidden', message: 'no role' });
+    await assert.rejects(denied, (err) => /** @type {any} */ (err).code === 'forbidden');
+    client.close();
+  });
+});
+
 describe('connection timers and close codes', () => {
   it('refreshes the token in band 30 s before it expires', async () => {
     const clock = new FakeClock();
