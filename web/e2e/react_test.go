@@ -115,4 +115,9 @@ func TestReactExample(t *testing.T) {
 	if got := hub.locksOf(t, grace)["r-1001"].HolderOID; got != "u-grace" {
 		t.Errorf("the hub says r-1001 is held by %q", got)
 	}
+
+	// Ada wants it again (claim() after her release): a new hold, blocked by Grace.
+	click(t, pAda, "claim")
+	waitFor(t, pAda, "Ada blocked by Grace", status("locked")+` && `+sel("banner")+`.textContent.startsWith('Locked by Grace Hopper')`, 5*time.Second, diag)
+	waitFor(t, pGrace, "Grace's page lists Ada waiting", `/^Ada Lovelace is waiting/.test(`+sel("others")+`.textContent)`, 5*time.Second, diag)
 }

@@ -143,6 +143,8 @@ export function useLock(type, uid, options = {}) {
   const provided = useContext(LockClientContext);
   const client = options.client ?? provided;
   const [holding, setHolding] = useState(options.hold !== false);
+  // A new hold after a released, ended or taken-over one: the hold's effect runs again.
+  const [generation, setGeneration] = useState(0);
   const [intent, setIntent] = useState(/** @type {Intent} */ (options.intent === 'look' ? 'look' : 'edit'));
   const [hs, setHs] = useState(/** @type {HoldState|null} */ (null));
   const [viewers, setViewers] = useState(/** @type {Viewer[]} */ ([]));
@@ -187,7 +189,7 @@ export function useLock(type, uid, options = {}) {
       setHold(null);
       setHs(null);
     };
-  }, [client, type, uid, holding]);
+  }, [client, type, uid, holding, generation]);
 
   const me = client?.me?.oid;
   const status = !client ? 'connecting' : hs ? hs.status : 'idle';
@@ -213,11 +215,11 @@ export function useLock(type, uid, options = {}) {
   const position = mine && mine.state === 'waiting' && mine.position ? mine.position : 0;
 
   const claim = useCallback(() => {
-    if (hold && (hold.state.status === 'released' || hold.state.status === 'ended' || hold.state.status === 'takenOver')) {
-      // A fresh hold: drop this one and make another.
-      setHolding(false);
-      queueMicrotask(() => setHolding(true));
-      return;
+    const st = hold ? hold.state.status : 'idle';
+    if (st === 'released' || st === 'ended' || st === 'takenOver') {
+      setGeneration((g) => g + 1); // drop this hold and make another
+    } else if (hold && st === 'free') {
+      hold.claim();
     }
     setHolding(true);
   }, [hold]);
