@@ -431,7 +431,7 @@ export class LockForm {
       text = m.releasing;
       kind = 'quiet';
     } else if (state === 'released') {
-      text = m.released;
+      text = e.note === 'elsewhere' ? m.releasedHere : m.released;
       kind = 'quiet';
     }
     this.#banner.dataset.kind = kind;

@@ -24,9 +24,12 @@ import { LockhubError } from './protocol.js';
 
 /**
  * What a hold is, as its handle shows it: see {@link Entry} for `status`. `releasing`:
- * the hub answered the release `pending` (the holder's other socket is on an instance
- * not yet known to be dead, PROTOCOL.md §4); the lock goes within the release grace +
- * 30 s, and the status becomes `released` when the hub's event says it went.
+ * the hub answered the release `pending` (PROTOCOL.md §4: the holder's other socket is
+ * on another instance, which may be dead and not yet known to be); the status becomes
+ * `released` when the hub's `Released` (or `Expired`) says the lock went, or, with
+ * note `elsewhere`, when the lock shows it lives on with this person's other tab: a
+ * `Renewed` of it, or no end within {@link RELEASING_MAX_MS} (the contract's bound is the
+ * release grace + 30 s).
  * @typedef {object} HoldState
  * @property {string} type
  * @property {string} uid
@@ -68,6 +71,7 @@ import { LockhubError } from './protocol.js';
  * @property {number} nextRenewAt   client clock, ms
  * @property {number} retryAt       client clock, ms
  * @property {boolean} committing
+ * @property {number} releasingUntil  client clock, ms: a pending release's end at the latest
  * @property {Set<(e: Entry) => void>} listeners
  */
 
@@ -121,6 +125,13 @@ function stateOf(e) {
  * @property {(err: unknown) => void} onError
  * @property {number} unknownRetryMs         retry a claim answered `unknown` after this
  */
+
+/**
+ * How long a pending release may say `releasing` before the hold takes the lock to live
+ * on with another tab of this person: the contract's bound (release grace, 10 s by
+ * default, + 30 s) and a margin.
+ */
+export const RELEASING_MAX_MS = 45000;
 
 /** @param {string} type @param {string} uid */
 function keyOf(type, uid) {
@@ -261,6 +272,8 @@ export class Holds {
           e.status = 'released';
           e.lock = null;
           this.#notify(e);
+        } else if (e.status === 'releasing') {
+          e.releasingUntil = this.#host.local() + RELEASING_MAX_MS;
         }
         return r;
       },
@@ -382,6 +395,7 @@ export class Holds {
    */
   tick(now, local) {
     for (const e of this.#entries.values()) {
+      if (e.status === 'releasing' && e.releasingUntil && local >= e.releasingUntil) this.#releasedHere(e);
       if (!e.want) continue;
       if (e.status === 'held') {
         if (!e.renewing && local >= e.nextRenewAt) void this.#renewEntry(e).catch(() => {});
@@ -419,7 +433,7 @@ export class Holds {
     if (!e) {
       e = {
         key, type, uid, want: false, auto, status: 'claiming', lock: null, takenBy: null, takenAt: '',
-        note: '', claiming: null, renewing: false, nextRenewAt: 0, retryAt: 0, committing: false,
+        note: '', claiming: null, renewing: false, nextRenewAt: 0, retryAt: 0, committing: false, releasingUntil: 0,
         listeners: new Set(),
       };
       this.#entries.set(key, e);
@@ -607,6 +621,11 @@ export class Holds {
       case 'Acquired':
       case 'Renewed':
       case 'TakenOver':
+        if (e.status === 'releasing') {
+          // Renewed by this person's other tab: the lock lives on there, not here.
+          if (mine && ev.op === 'Renewed' && e.releasingUntil) this.#releasedHere(e);
+          return;
+        }
         if (ev.op === 'TakenOver' && !mine && e.status === 'held' && ev.previousHolder?.oid === me) {
           // Taken from me: stop renewing, do not claim again; the form turns read-only.
           this.#lostTo(e, ev.lock, ev.at);
@@ -700,6 +719,19 @@ export class Holds {
       return;
     }
     void this.#claimEntry(e, 'claim').catch(() => {});
+  }
+
+  /**
+   * A pending release ended without the lock going: another tab of this person keeps it.
+   * This page let go all the same.
+   * @param {Entry} e
+   */
+  #releasedHere(e) {
+    e.status = 'released';
+    e.note = 'elsewhere';
+    e.lock = null;
+    e.releasingUntil = 0;
+    this.#notify(e);
   }
 
   /** @param {Entry} e */

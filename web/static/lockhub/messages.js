@@ -27,6 +27,7 @@
  * @property {string} unavailable  the hub's locks are down: fail open
  * @property {string} releasing  a release the hub answered `pending` (PROTOCOL.md §4)
  * @property {string} released  the form's release went through
+ * @property {string} releasedHere  a pending release after which the lock lives on with this person's other tab
  * @property {string} takeOver  the button
  * @property {string} stopWaiting  the button of a waiting person: leave the line
  * @property {string} waitInLine  the button after "Stop waiting": join the line again
@@ -98,6 +99,7 @@ export const en = Object.freeze({
   unavailable: 'Edit locks are unavailable right now; you can edit, but others are not kept out.',
   releasing: 'Releasing…',
   released: 'Released. Reopen the form to edit again.',
+  releasedHere: 'Released here; your other tab still holds the lock.',
   takeOver: 'Take over',
   stopWaiting: 'Stop waiting',
   waitInLine: 'Wait for it',
@@ -175,6 +177,7 @@ export const de = Object.freeze({
   unavailable: 'Sperren sind gerade nicht verfügbar; Sie können bearbeiten, aber andere werden nicht ferngehalten.',
   releasing: 'Wird freigegeben…',
   released: 'Freigegeben. Öffnen Sie das Formular erneut, um zu bearbeiten.',
+  releasedHere: 'Hier freigegeben; Ihr anderer Tab hält die Sperre noch.',
   takeOver: 'Übernehmen',
   stopWaiting: 'Nicht mehr warten',
   waitInLine: 'Warten',

@@ -212,6 +212,29 @@ describe('holds and the waiting line (PROTOCOL.md §11)', () => {
     client.close();
   });
 
+  it('a pending release whose lock lives on with another tab of mine ends as released here', async () => {
+    for (const how of ['Renewed', 'time']) {
+      const { client, clock, ws } = await connected();
+      const hold = client.hold(TYPE, 'r-1');
+      await settle();
+      answer(ws, 'claim', { type: 'result', outcome: 'acquired', lock: lockOf('r-1', ADA, clock) });
+      await settle();
+      const p = hold.release();
+      answer(ws, 'release', { type: 'result', outcome: 'released', pending: true });
+      await p;
+      if (how === 'Renewed') {
+        ws.receive({ type: 'lock', op: 'Renewed', lock: lockOf('r-1', ADA, clock) });
+      } else {
+        await clock.advance(44000);
+        assert.equal(hold.state.status, 'releasing', 'gave up before the contract bound');
+        await clock.advance(1500);
+      }
+      assert.equal(hold.state.status, 'released', how);
+      assert.equal(hold.state.note, 'elsewhere', how);
+      client.close();
+    }
+  });
+
   it('a release answered without pending is released at once', async () => {
     const { client, clock, ws } = await connected();
     const hold = client.hold(TYPE, 'r-1');
