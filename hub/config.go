@@ -44,6 +44,10 @@ type Locks interface {
 	Takeover(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, allowed bool) (locks.Result, error)
 	Detach(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, release bool) (locks.Result, error)
 	Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error)
+	// The waiting line and claims of many (version 3, line.go).
+	ReleaseHanded(ctx context.Context, ref locks.Ref, conn string) (locks.Result, error)
+	ClaimMany(ctx context.Context, tenant, entityType string, uids []string, h protocol.Holder, conn string) (locks.ManyResult, error)
+	ReleaseMany(ctx context.Context, tenant, entityType string, uids []string, h protocol.Holder, conn string) (locks.ManyResult, error)
 	Registry() *locks.Registry
 	Lease() time.Duration
 }

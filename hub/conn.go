@@ -52,6 +52,7 @@ type conn struct {
 	watched  []string                      // entity types this socket watches, a handful at most
 	claimed  map[locks.Ref]struct{}        // locks claimed through this socket, to detach at close
 	viewing  map[locks.Ref]protocol.Viewer // entities this socket views, and since when (view.go)
+	editing  map[locks.Ref]struct{}        // those of them it views with intent edit (version 3, §11)
 	limiter  *rate.Limiter
 	overRate struct{ first, last time.Time } // the current spell over the rate
 
@@ -61,8 +62,11 @@ type conn struct {
 	timer *time.Timer
 
 	mu       sync.Mutex
-	inbox    []inFrame      // guarded by mu; frames read, waiting for the handler
-	handling bool           // guarded by mu; a handler goroutine is running
+	inbox    []inFrame // guarded by mu; frames read, waiting for the handler
+	handling bool      // guarded by mu; a handler goroutine is running
+	// handed are locks a hand-off gave this socket (line.go), guarded by mu: the
+	// feed adds them, the handler and the teardown move them to claimed.
+	handed   []locks.Ref
 	room     sync.Cond      // on mu: the inbox has room again
 	finished bool           // guarded by mu; run is joining: start no goroutine
 	wg       sync.WaitGroup // handler, heartbeat; Add under mu while !finished
@@ -136,6 +140,11 @@ func (c *conn) teardown() {
 	for r := range c.viewing {
 		viewed = append(viewed, r)
 	}
+	c.takeHanded()
+	var edits []locks.Ref
+	for r := range c.editing {
+		edits = append(edits, r)
+	}
 	c.h.unregister(c, watched, viewed)
 	c.h.open.Add(-1)
 	if !c.authed {
@@ -147,7 +156,7 @@ func (c *conn) teardown() {
 		for r := range c.claimed {
 			refs = append(refs, r)
 		}
-		job := detachJob{conn: c.id, holder: c.ident.Holder(), refs: refs, views: viewed}
+		job := detachJob{conn: c.id, holder: c.ident.Holder(), refs: refs, views: viewed, edits: edits}
 		if code == protocol.CloseGoingAway {
 			// Graceful shutdown releases nothing: the client reconnects to another
 			// instance within the grace and claims again (PROTOCOL.md §4). Its views

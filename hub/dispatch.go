@@ -127,6 +127,7 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 		return
 	}
 
+	c.takeHanded()
 	ref := locks.Ref{Tenant: c.ident.Tenant, Type: req.EntityType, UID: req.EntityUID}
 	holder := c.ident.Holder()
 	switch req.Type {
@@ -161,6 +162,10 @@ func (c *conn) request(typ websocket.MessageType, data []byte) {
 			break
 		}
 		c.sendJSON(protocol.FrameResult, protocol.Result{ID: req.ID, Locks: mine})
+	case protocol.FrameClaimMany:
+		c.claimMany(req)
+	case protocol.FrameReleaseMany:
+		c.releaseMany(req)
 	case protocol.FrameView:
 		c.view(req)
 	case protocol.FrameUnview:

@@ -67,6 +67,13 @@
 // to finish: the store checks the holder and the rate, and each instance queues the
 // nudge to the holder's sockets that view it.
 //
+// A view carries an intent (version 3): with edit the socket waits in line while
+// someone else holds the lock (line.go). A freed lock handed to the first in line
+// reaches every instance as a hand-off: each sends the handoff frame to the new
+// holder's sockets that view the entity with intent edit, and the instance of the
+// socket it went through takes the lock up for it, as if it had claimed it.
+// claimMany and releaseMany change many entities of a type at once (line.go).
+//
 // # The lock console
 //
 // The lock console's frames, adminLocks and forceRelease (admin.go), are served only to

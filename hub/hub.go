@@ -43,6 +43,7 @@ type Hub struct {
 	conns    map[*conn]struct{}                      // guarded by mu; every open socket
 	watchers map[watchKey]map[*conn]struct{}         // guarded by mu; sockets by what they watch
 	views    map[locks.Ref]map[*conn]protocol.Viewer // guarded by mu; sockets by what they view, and as whom (view.go)
+	editing  map[locks.Ref]map[*conn]struct{}        // guarded by mu; those of views with intent edit (line.go)
 	closing  bool                                    // guarded by mu; Shutdown began
 	connWG   sync.WaitGroup                          // one per connection goroutine; Add under mu while !closing
 	running  atomic.Bool                             // Run was called
@@ -81,6 +82,7 @@ func New(cfg Config) (*Hub, error) {
 		conns:    map[*conn]struct{}{},
 		watchers: map[watchKey]map[*conn]struct{}{},
 		views:    map[locks.Ref]map[*conn]protocol.Viewer{},
+		editing:  map[locks.Ref]map[*conn]struct{}{},
 		resync:   make(chan struct{}, 1),
 		admit:    newAdmission(cfg),
 		warned:   limitWarnings{last: map[string]time.Time{}, hits: map[string]int{}},

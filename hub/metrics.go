@@ -28,6 +28,8 @@ type metrics struct {
 	presenceSent  prometheus.Counter       // presence changes queued to viewing sockets
 	nudges        *prometheus.CounterVec   // outcome: nudged, notHeld, unknown, rate_limited, forbidden
 	nudgesSent    prometheus.Counter       // nudges queued to holders' sockets
+	handoffsSent  prometheus.Counter       // handoff frames queued to the new holders' sockets (§11)
+	handoffsTaken prometheus.Counter       // hand-offs taken up for a socket of this instance
 	viewRefreshes prometheus.Counter       // refreshes of this instance's views in Redis
 	viewRestored  prometheus.Counter       // views Redis had lost, viewed again
 
@@ -103,6 +105,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		nudges: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_nudges_total", Help: "Nudge requests, by outcome (nudged, notHeld, unknown, rate_limited, forbidden).",
 		}, []string{"outcome"}),
+		handoffsSent: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_handoffs_delivered_total", Help: "Handoff frames queued to the sockets of the people a freed lock went to (PROTOCOL.md §11).",
+		}),
+		handoffsTaken: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_hub_handoffs_taken_total", Help: "Hand-offs this instance took up for the socket they went through.",
+		}),
 		nudgesSent: f.NewCounter(prometheus.CounterOpts{
 			Name: "lockhub_hub_nudges_delivered_total", Help: "Nudges queued to the holder's sockets that view the entity.",
 		}),

@@ -24,6 +24,7 @@ type detachJob struct {
 	holder protocol.Holder
 	refs   []locks.Ref
 	views  []locks.Ref // the entities the socket viewed (view.go)
+	edits  []locks.Ref // those it viewed with intent edit: a hand-off may have reached it since (line.go)
 }
 
 // releaser holds the jobs waiting for their grace. Every job waits the same grace, so
@@ -148,6 +149,16 @@ func (h *Hub) detach(ctx context.Context, job detachJob, release bool, why strin
 			_ = h.store.Presence.Unview(ctx, ref, job.conn)
 		} else {
 			_ = h.store.Presence.LeaveViews(ctx, ref, job.due, job.conn)
+		}
+	}
+	// A hand-off that reached the socket after it closed, in its grace, gave it a lock
+	// nobody here took up: it goes now, like the socket's other locks (PROTOCOL.md
+	// §11). The store changes nothing unless the lock was handed to this socket.
+	if release {
+		for _, ref := range job.edits {
+			if res, err := h.store.Locks.ReleaseHanded(ctx, ref, job.conn); err == nil {
+				h.met.detaches.WithLabelValues("handed", string(res.Outcome)).Inc()
+			}
 		}
 	}
 }

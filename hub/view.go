@@ -38,7 +38,8 @@ import (
 // its view is answered: "type/uid" (a watched type, the other key, has no '/').
 func viewPending(ref locks.Ref) string { return ref.Type + "/" + ref.UID }
 
-// view adds the socket to the viewers of an entity and answers with the viewers.
+// view adds the socket to the viewers of an entity and answers with the viewers. A
+// view of an entity the socket views already changes its intent (version 3, §9).
 func (c *conn) view(req protocol.Request) {
 	ref := locks.Ref{Tenant: c.ident.Tenant, Type: req.EntityType, UID: req.EntityUID}
 	if err := c.checkEntity(ref); err != nil {
@@ -64,7 +65,12 @@ func (c *conn) view(req protocol.Request) {
 		c.viewing[ref] = v
 		c.h.addView(ref, c, v)
 	}
-	viewers, err := c.h.store.Presence.View(c.h.ctx, ref, locks.View{Conn: c.id, Viewer: v}, c.h.cfg.ViewTTL)
+	intent := protocol.IntentLook
+	if req.Intent == protocol.IntentEdit {
+		intent = protocol.IntentEdit
+	}
+	c.setIntent(ref, intent)
+	viewers, err := c.h.store.Presence.View(c.h.ctx, ref, locks.View{Conn: c.id, Viewer: v, Intent: intent}, c.h.cfg.ViewTTL)
 	if err != nil { // checked above; the store agrees
 		viewers = locks.Viewers{}
 	}
@@ -90,6 +96,7 @@ func (c *conn) unview(req protocol.Request) {
 	}
 	if _, ok := c.viewing[ref]; ok {
 		delete(c.viewing, ref)
+		delete(c.editing, ref)
 		c.h.removeView(ref, c)
 		// Viewing again starts afresh: any version is newer than none.
 		c.out.forget(viewPending(ref))
@@ -158,6 +165,7 @@ func (h *Hub) removeViewLocked(ref locks.Ref, c *conn) {
 			delete(h.views, ref)
 		}
 	}
+	h.setEditingLocked(ref, c, false)
 }
 
 // Presence queues a change of an entity's viewers to this instance's sockets that view
@@ -269,7 +277,8 @@ func (h *Hub) refreshView(ctx context.Context, ref locks.Ref, set map[*conn]prot
 			continue // it stopped viewing meanwhile
 		}
 		h.met.viewRestored.Inc()
-		if vs, err := h.store.Presence.View(ctx, ref, locks.View{Conn: id, Viewer: v}, h.cfg.ViewTTL); err == nil {
+		view := locks.View{Conn: id, Viewer: v, Intent: h.intentOf(ref, c)}
+		if vs, err := h.store.Presence.View(ctx, ref, view, h.cfg.ViewTTL); err == nil {
 			viewers = vs
 		}
 		if _, still := h.viewOf(ref, c); !still {

@@ -149,6 +149,12 @@ func testPresence(t *testing.T, ca, cb redis.UniversalClient) {
 	}
 	nudge(graceB, protocol.OutcomeNotHeld) // free
 	expect(t, protocol.OutcomeAcquired)(adaA.Claim(ctx, typ, uid))
+	// The claim changes the viewers (version 3, §9): Ada is editing now.
+	for _, c := range []*protocol.Client{adaA, graceB, adaB, edsgerA} {
+		if p := wantPresence(t, c, uid, "u-ada u-grace u-edsger"); p.Viewers[0].State != protocol.StateEditing {
+			t.Fatalf("after Ada's claim her state is %q, want editing", p.Viewers[0].State)
+		}
+	}
 	nudge(adaA, protocol.OutcomeNotHeld) // her own
 	nudge(graceB, protocol.OutcomeNudged)
 	wantNudge(t, adaA, uid, graceH)

@@ -47,6 +47,7 @@ const (
 	AuditDecision   AuditReason = "decision"   // a decision (approve, reject) ended the edit
 	AuditAdmin      AuditReason = "admin"      // an administrator forced the release
 	AuditForeign    AuditReason = "foreign"    // another writer's change (§8); actor null
+	AuditHandoff    AuditReason = "handoff"    // a freed lock went to the next in line (§11, version 3); actor null
 )
 
 // OpForceReleased is the op of the audit entry of a force release. It is announced to

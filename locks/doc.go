@@ -36,6 +36,13 @@
 // §10), kept for Config.AuditRetention and at most Config.AuditMaxEntries; Audit reads
 // it, AdminLocks and ForceRelease are the lock console's operations (console.go).
 //
+// The waiting line (line.go, scripts/line.lua, PROTOCOL.md §11): a socket viewing with
+// intent edit waits in the entity's line, and every script that finds a lock free
+// hands it to the first person in line within the quotas, in the same atomic step, and
+// publishes a handoff for the hubs; every script that changes a holder announces the
+// viewers with their states (scripts/people.lua). ClaimMany and ReleaseMany (many.go)
+// change up to protocol.MaxBulk entities of one type in one script, all or nothing.
+//
 // Concurrency: a Store is safe for concurrent use. RunFeed, and a Member's Run, block
 // until their ctx is done and join every goroutine they start.
 package locks

@@ -51,6 +51,9 @@ type FeedHandler interface {
 	Presence(PresenceChange)
 	// Nudge delivers a nudge for the sockets of a holder that view an entity (§9).
 	Nudge(NudgeChange)
+	// Handoff delivers a hand-off: a freed lock went to the first in line (§11). It
+	// comes after the entity's Acquired event.
+	Handoff(HandoffChange)
 	// Resync says that a subscription was lost and is back: changes of the tenants
 	// for which affected reports true may have been missed, and their watchers need
 	// fresh snapshots. A nil affected means every tenant. affected is safe for

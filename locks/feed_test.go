@@ -24,6 +24,13 @@ type recorder struct {
 	resynced []func(tenant string) bool
 	presence []PresenceChange
 	nudges   []NudgeChange
+	handoffs []HandoffChange
+}
+
+func (r *recorder) Handoff(h HandoffChange) {
+	r.mu.Lock()
+	r.handoffs = append(r.handoffs, h)
+	r.mu.Unlock()
 }
 
 func (r *recorder) Presence(p PresenceChange) {

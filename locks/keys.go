@@ -17,6 +17,8 @@ package locks
 //	lockaudit:{<tenant>}                             stream      every change          AuditRetention, AuditMaxEntries
 //	lockview:{<tenant>}:<type>:<uid>                 sorted set  presence.lua          latest view + viewMargin (§9)
 //	lockviewer:{<tenant>}:<type>:<uid>               hash        presence.lua          with lockview
+//	lockline:{<tenant>}:<type>:<uid>                 hash        presence.lua, line.lua with lockview (§11)
+//	lockhand:{<tenant>}:<type>:<uid>                 string      line.lua, handed.lua  the lease
 //	locknudge:{<tenant>}:<type>:<uid>/<oid>          string      nudge.lua             the nudge interval
 //	lockmine:{<tenant>}:<oid>                        sorted set  every lock write      latest lease + indexMargin (§4)
 //	lockrate:{<tenant>}:<oid>                        hash        every counted change  until the bucket is full again (§4)
@@ -93,6 +95,16 @@ func ViewsKey(r Ref) string { return "lockview:{" + r.Tenant + "}:" + r.Type + "
 // viewers last announced: lockviewer:{<tenant>}:<entityType>:<entityUid>. Ours; it
 // lives and dies with ViewsKey.
 func ViewersKey(r Ref) string { return "lockviewer:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
+
+// LineKey returns the key of the waiting line of r (version 3, PROTOCOL.md §11):
+// lockline:{<tenant>}:<entityType>:<entityUid>, a hash of the sockets viewing r with
+// intent edit: socket id -> "<waiting since ms>\t<oid>\t<lock head>". Ours; it lives
+// and dies with ViewsKey. line.lua builds it, and lockhand:, from the lock key.
+func LineKey(r Ref) string { return "lockline:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
+
+// handKey returns the key naming the socket a hand-off gave r's lock to:
+// lockhand:{<tenant>}:<entityType>:<entityUid>. Ours; it lives as long as the lease.
+func handKey(r Ref) string { return "lockhand:{" + r.Tenant + "}:" + r.Type + ":" + r.UID }
 
 // nudgeKey returns the key that bars oid from nudging r's holder again for a while:
 // locknudge:{<tenant>}:<entityType>:<entityUid>/<oid>. Ours. Uids and oids may both

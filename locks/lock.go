@@ -477,6 +477,7 @@ func (s *core) sweepOnce(ctx context.Context, tenant, entityType string, every t
 	args = append(args, s.auditArgs(now, nil, "")...)
 	args = append(args, s.shareArgs(tenant)...)
 	args = append(args, s.retentionArg(), sweepWindow, sweepAtKey(tenant, entityType))
+	args = append(args, s.lineArgs(args)...)
 	keys := []string{IndexKey(tenant, entityType), ValuesKey(tenant, entityType), sweepKey(tenant, entityType), FeedKey(tenant), seenKey(tenant, entityType)}
 	if s.audit {
 		keys = append(keys, AuditKey(tenant))
@@ -485,11 +486,12 @@ func (s *core) sweepOnce(ctx context.Context, tenant, entityType string, every t
 	if err != nil {
 		return false, err
 	}
-	if len(reply) != 4 {
+	if len(reply) != 6 {
 		return false, &corruptError{"sweep script answered an unexpected shape"}
 	}
 	s.foundChanges(reply[0])
 	s.trimmedEarly(ctx, tenant, reply[3])
+	s.handedOff(ctx, tenant, reply[4], reply[5])
 	return reply[2] == int64(1), nil
 }
 

@@ -19,6 +19,8 @@ type metrics struct {
 	// values: decoded, known (see ListJSON)
 	listValues *prometheus.CounterVec
 	limits     *prometheus.CounterVec // limit (a setting of the fair share)
+	handoffs   prometheus.Counter     // freed locks handed to the next in line (§11)
+	passedOver *prometheus.CounterVec // limit: people in line a hand-off passed over
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -53,6 +55,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "lockhub_store_limit_hits_total",
 			Help: "Changes the fair share refused (PROTOCOL.md §4), by the setting that limits them.",
 		}, []string{"limit"}),
+		handoffs: f.NewCounter(prometheus.CounterOpts{
+			Name: "lockhub_store_handoffs_total",
+			Help: "Freed locks handed to the first person in line (PROTOCOL.md §11).",
+		}),
+		passedOver: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "lockhub_store_handoff_passed_over_total",
+			Help: "People in line a hand-off passed over because they were at a limit of the fair share, by the setting.",
+		}, []string{"limit"}),
 	}
 	return m
 }
@@ -77,6 +87,10 @@ const (
 	opUnview      opName = "unview"
 	opViewRefresh opName = "view_refresh"
 	opNudge       opName = "nudge"
+	// The waiting line and claims of many (PROTOCOL.md §11, §12).
+	opHanded      opName = "handed"
+	opClaimMany   opName = "claim_many"
+	opReleaseMany opName = "release_many"
 )
 
 // outcomeLabel is the outcome label of lockhub_store_operations_total. A lock operation

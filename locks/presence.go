@@ -40,6 +40,10 @@ const viewMargin = 5 * time.Second
 type View struct {
 	Conn   string          // the socket's connection id
 	Viewer protocol.Viewer // who views, and since when this socket does
+	// Intent is what the socket wants (version 3, PROTOCOL.md §9): with IntentEdit it
+	// waits in the entity's line while someone else holds the lock (§11). Empty means
+	// IntentLook.
+	Intent protocol.Intent
 }
 
 // Viewers are the people viewing an entity, as of one version of them.
@@ -90,8 +94,9 @@ func (e *TooSoonError) ClientMessage() string {
 var _ protocol.ClientError = (*TooSoonError)(nil)
 
 // View adds socket v.Conn to the viewers of ref until ttl from now (a view already
-// there keeps its since), and returns the viewers of ref, the socket's person among
-// them. A change of them is announced on the change feed. It fails open: when Redis
+// there keeps its since), with v.Intent (a socket that views with intent edit joins the
+// line unless it is in it already; with look it leaves it), and returns the viewers of
+// ref, the socket's person among them. A change of them is announced on the change feed. It fails open: when Redis
 // cannot be reached it answers no viewers, and logs and counts why; the caller keeps
 // the view and refreshes it, so it is back when Redis is.
 func (s *Presence) View(ctx context.Context, ref Ref, v View, ttl time.Duration) (Viewers, error) {
@@ -102,10 +107,16 @@ func (s *Presence) View(ctx context.Context, ref Ref, v View, ttl time.Duration)
 	if err != nil {
 		return Viewers{}, err // a Viewer of valid strings always encodes
 	}
+	intent := protocol.IntentLook
+	if v.Intent == protocol.IntentEdit {
+		intent = protocol.IntentEdit
+	}
+	head := lineHead(ref, protocol.Holder{OID: v.Viewer.OID, Name: v.Viewer.Name})
 	res, _ := runOp(ctx, s.core, opView, func(ctx context.Context) (presenceReply, error) {
 		return s.presence(ctx, ref, "view", v.Conn, ttl.Milliseconds(), v.Viewer.OID,
-			v.Viewer.Since.UnixMilli(), viewer)
+			v.Viewer.Since.UnixMilli(), viewer, string(intent), head)
 	}, presenceLabel)
+	s.expired(ctx, ref, res.expired)
 	return res.viewers, nil
 }
 
@@ -157,13 +168,24 @@ func (s *Presence) RefreshViews(ctx context.Context, ref Ref, ttl time.Duration,
 	if !ok {
 		return Viewers{}, nil, ErrUnavailable
 	}
+	s.expired(ctx, ref, res.expired)
 	return res.viewers, res.missing, nil
+}
+
+// expired releases what a hand-off gave to sockets whose views of ref ran out before
+// any hub took it up (PROTOCOL.md §11: a socket of an instance that died). Each is a
+// script that changes nothing unless the lock was handed to that socket; they are few.
+func (s *Presence) expired(ctx context.Context, ref Ref, conns []string) {
+	for _, conn := range conns {
+		runOp(ctx, s.core, opHanded, func(ctx context.Context) (Result, error) { return s.releaseHanded(ctx, ref, conn) }, outcomeOf)
+	}
 }
 
 // presenceReply is what presence.lua answers.
 type presenceReply struct {
 	viewers Viewers
 	missing []string
+	expired []string // the sockets whose views this call found run out
 }
 
 func presenceLabel(presenceReply) outcomeLabel { return labelViewed }
@@ -174,12 +196,12 @@ func (s *core) presence(ctx context.Context, ref Ref, op string, args ...any) (p
 	head := ref.Tenant + "\n" + `{"type":"` + string(protocol.FramePresence) + `","entityType":"` + ref.Type +
 		`","entityUid":"` + ref.UID + `","viewers":`
 	argv := append([]any{s.publishCommand(), s.channel(ref.Tenant), head, s.shift.Milliseconds(), viewMargin.Milliseconds(), op}, args...)
-	reply, err := s.sc.presence.Run(ctx, s.rdb, []string{ViewsKey(ref), ViewersKey(ref)}, argv...).Slice()
+	reply, err := s.sc.presence.Run(ctx, s.rdb, []string{ViewsKey(ref), ViewersKey(ref), LineKey(ref), LockKey(ref)}, argv...).Slice()
 	if err != nil {
 		return presenceReply{}, err
 	}
-	if len(reply) != 3 {
-		return presenceReply{}, &corruptError{fmt.Sprintf("presence script answered %d values, want 3", len(reply))}
+	if len(reply) != 4 {
+		return presenceReply{}, &corruptError{fmt.Sprintf("presence script answered %d values, want 4", len(reply))}
 	}
 	js, _ := reply[0].(string)
 	var res presenceReply
@@ -194,6 +216,12 @@ func (s *core) presence(ctx context.Context, ref Ref, op string, args ...any) (p
 	for _, m := range missing {
 		if id, ok := m.(string); ok {
 			res.missing = append(res.missing, id)
+		}
+	}
+	expired, _ := reply[3].([]any)
+	for _, m := range expired {
+		if id, ok := m.(string); ok {
+			res.expired = append(res.expired, id)
 		}
 	}
 	return res, nil
@@ -295,6 +323,13 @@ func feedNotice(tenant string, frame []byte, h FeedHandler) (bool, error) {
 			return true, err
 		}
 		h.Presence(PresenceChange{Ref: ref, Frame: frame, Version: version})
+		return true, nil
+	case bytes.HasPrefix(frame, handoffPrefix):
+		c, err := readHandoff(tenant, frame)
+		if err != nil {
+			return true, err
+		}
+		h.Handoff(c)
 		return true, nil
 	case bytes.HasPrefix(frame, nudgePrefix):
 		var m struct {

@@ -15,6 +15,16 @@ import (
 var (
 	//go:embed scripts/prelude.lua
 	preludeSrc string
+	//go:embed scripts/people.lua
+	peopleSrc string
+	//go:embed scripts/line.lua
+	lineSrc string
+	//go:embed scripts/handed.lua
+	handedSrc string
+	//go:embed scripts/claimmany.lua
+	claimManySrc string
+	//go:embed scripts/releasemany.lua
+	releaseManySrc string
 	//go:embed scripts/claim.lua
 	claimSrc string
 	//go:embed scripts/renew.lua
@@ -47,42 +57,48 @@ var (
 
 // scripts holds the parsed scripts; one per Store, so no package state is shared.
 type scripts struct {
-	claim    script[claimReply]
-	renew    script[renewReply]
-	release  script[releaseReply]
-	takeover script[takeoverReply]
-	detach   script[detachReply]
-	force    script[forceReleaseReply]
-	sweep    *redis.Script // answers {found, values, trimmed}: see sweep.lua
-	list     *redis.Script // list.lua, without the prelude: the live values
-	presence *redis.Script // presence.lua, without the prelude
-	nudge    *redis.Script // nudge.lua, without the prelude
-	reaped   *redis.Script // reaped.lua, without the prelude: answers 1 or 0
-	forget   *redis.Script // forget.lua, without the prelude: answers 1 or 0
-	now      *redis.Script // now.lua, without the prelude: the server's Unix ms
-	reattach *redis.Script // reattach.lua, without the prelude: answers 1 or 0
-	beat     *redis.Script // beat.lua, without the prelude: answers 1 or 0
-	mine     *redis.Script // mine.lua, without the prelude: a person's live values
+	claim       script[claimReply]
+	renew       script[renewReply]
+	release     script[releaseReply]
+	takeover    script[takeoverReply]
+	detach      script[detachReply]
+	force       script[forceReleaseReply]
+	handed      script[handedReply]
+	claimMany   script[manyReply]
+	releaseMany script[manyReply]
+	sweep       *redis.Script // answers {found, values, more, trimmed, handed, passed}: see sweep.lua
+	list        *redis.Script // list.lua, without the prelude: the live values
+	presence    *redis.Script // presence.lua, after people.lua, without the prelude
+	nudge       *redis.Script // nudge.lua, without the prelude
+	reaped      *redis.Script // reaped.lua, without the prelude: answers 1 or 0
+	forget      *redis.Script // forget.lua, without the prelude: answers 1 or 0
+	now         *redis.Script // now.lua, without the prelude: the server's Unix ms
+	reattach    *redis.Script // reattach.lua, without the prelude: answers 1 or 0
+	beat        *redis.Script // beat.lua, without the prelude: answers 1 or 0
+	mine        *redis.Script // mine.lua, without the prelude: a person's live values
 }
 
 func newScripts() scripts {
 	return scripts{
-		claim:    newScript[claimReply](claimSrc),
-		renew:    newScript[renewReply](renewSrc),
-		release:  newScript[releaseReply](releaseSrc),
-		takeover: newScript[takeoverReply](takeoverSrc),
-		detach:   newScript[detachReply](detachSrc),
-		force:    newScript[forceReleaseReply](forceReleaseSrc),
-		sweep:    redis.NewScript(preludeSrc + sweepSrc),
-		list:     redis.NewScript(listSrc),
-		presence: redis.NewScript(presenceSrc),
-		nudge:    redis.NewScript(nudgeSrc),
-		reaped:   redis.NewScript(reapedSrc),
-		forget:   redis.NewScript(forgetSrc),
-		now:      redis.NewScript(nowSrc),
-		reattach: redis.NewScript(reattachSrc),
-		beat:     redis.NewScript(beatSrc),
-		mine:     redis.NewScript(mineSrc),
+		claim:       newScript[claimReply](claimSrc),
+		renew:       newScript[renewReply](renewSrc),
+		release:     newScript[releaseReply](releaseSrc),
+		takeover:    newScript[takeoverReply](takeoverSrc),
+		detach:      newScript[detachReply](detachSrc),
+		force:       newScript[forceReleaseReply](forceReleaseSrc),
+		handed:      newScript[handedReply](handedSrc),
+		claimMany:   newScript[manyReply](claimManySrc),
+		releaseMany: newScript[manyReply](releaseManySrc),
+		sweep:       redis.NewScript(writePrelude + sweepSrc),
+		list:        redis.NewScript(listSrc),
+		presence:    redis.NewScript(peopleSrc + presenceSrc),
+		nudge:       redis.NewScript(nudgeSrc),
+		reaped:      redis.NewScript(reapedSrc),
+		forget:      redis.NewScript(forgetSrc),
+		now:         redis.NewScript(nowSrc),
+		reattach:    redis.NewScript(reattachSrc),
+		beat:        redis.NewScript(beatSrc),
+		mine:        redis.NewScript(mineSrc),
 	}
 }
 
@@ -148,39 +164,72 @@ const (
 	forceRated    forceReleaseReply = "rateLimited" // over the administrator's rate of changes; value is the wait, ms
 )
 
-// script is a write script answering {status R, value, found, trimmed}: R names its
-// statuses, and value is a stored lock or nil (read as "").
+// handedReply is the status handed.lua answers.
+type handedReply string
+
+const (
+	handedReleased handedReply = "released" // dropped; value is the lock that was held
+	handedKept     handedReply = "kept"     // not handed to that socket, or held through another too
+)
+
+// manyReply is the status claimmany.lua and releasemany.lua answer.
+type manyReply string
+
+const (
+	manyAcquired manyReply = "acquired"    // every entity is the caller's; value is how many
+	manyLocked   manyReply = "locked"      // others hold some; value is their values (a list); nothing written
+	manyRaced    manyReply = "raced"       // a value changed since Go read it; nothing written
+	manyReleased manyReply = "released"    // value is how many were released
+	manyTooMany  manyReply = "tooMany"     // over a quota; value is the setting; nothing written
+	manyRated    manyReply = "rateLimited" // over the rate of changes; value is the wait, ms; nothing written
+)
+
+// writePrelude is what every write script is prepended with: the shared rules
+// (prelude.lua), the viewers (people.lua) and the waiting line (line.lua).
+var writePrelude = preludeSrc + peopleSrc + lineSrc
+
+// script is a write script answering {status R, value, found, trimmed, handed, passed}:
+// R names its statuses, and value is a stored lock or nil (read as "").
 type script[R ~string] struct{ *redis.Script }
 
 func newScript[R ~string](src string) script[R] {
-	return script[R]{redis.NewScript(preludeSrc + src)}
+	return script[R]{redis.NewScript(writePrelude + src)}
 }
 
 // run runs the script on the keys of k (the audit stream's only when k has it), with
 // pub (the prelude's arguments, see prelude.lua) before args, and aud (the audit
-// entry's, ditto), the share block of k's tenant and the audit's retention after them,
-// and counts the changes of other programs it announced and the audit entries it
-// dropped early.
+// entry's, ditto), the share block of k's tenant, the audit's retention and the line
+// block after them, and counts the changes of other programs it announced, the audit
+// entries it dropped early, and its hand-offs.
 func (sc script[R]) run(ctx context.Context, s *core, k keys, pub, aud []any, args ...any) (status R, value string, err error) {
+	status, raw, err := sc.runRaw(ctx, s, k, pub, aud, args...)
+	value, _ = raw.(string) // nil when there is no lock
+	return status, value, err
+}
+
+// runRaw is run answering the reply's value as the script gave it: a string, nil, or
+// a list (claimmany.lua's locked values).
+func (sc script[R]) runRaw(ctx context.Context, s *core, k keys, pub, aud []any, args ...any) (status R, value any, err error) {
 	ks := []string{k.lock, k.index, k.values, k.conns, k.seen}
 	if k.audit != "" {
 		ks = append(ks, k.audit)
 	}
 	argv := append(append(append(pub, args...), aud...), s.shareArgs(k.tenant)...)
 	argv = append(argv, s.retentionArg())
+	argv = append(argv, s.lineArgs(pub)...)
 	reply, err := sc.Run(ctx, s.rdb, ks, argv...).Slice()
 	if err != nil {
 		return "", "", err
 	}
-	if len(reply) != 4 {
-		return "", "", &corruptError{fmt.Sprintf("script answered %d values, want 4", len(reply))}
+	if len(reply) != 6 {
+		return "", "", &corruptError{fmt.Sprintf("script answered %d values, want 6", len(reply))}
 	}
+	s.handedOff(ctx, k.tenant, reply[4], reply[5])
 	st, ok := reply[0].(string)
 	if !ok {
 		return "", "", &corruptError{fmt.Sprintf("script answered a status of type %T, want a string", reply[0])}
 	}
-	value, _ = reply[1].(string) // nil when there is no lock
 	s.foundChanges(reply[2])
 	s.trimmedEarly(ctx, k.tenant, reply[3])
-	return R(st), value, nil
+	return R(st), reply[1], nil
 }

@@ -344,6 +344,33 @@ func (c *Client) View(ctx context.Context, entityType, uid string) (Presence, er
 	return *f.Presence, nil
 }
 
+// ViewWith is View with an intent (version 3, §9): IntentEdit waits in line while
+// someone else holds the lock (§11), and a handoff frame, from NextFrame, says when the
+// lock came to the caller. A view of an entity viewed already changes the intent.
+func (c *Client) ViewWith(ctx context.Context, entityType, uid string, intent Intent) (Presence, error) {
+	f, err := c.call(ctx, Request{ID: c.newID(), Type: FrameView, EntityType: entityType, EntityUID: uid, Intent: intent})
+	if err != nil {
+		return Presence{}, err
+	}
+	if f.Presence == nil {
+		return Presence{}, unexpected(f, FramePresence)
+	}
+	return *f.Presence, nil
+}
+
+// ClaimMany claims every entity of uids, or none (version 3, §12): OutcomeAcquired with
+// the caller's locks in the order asked, OutcomeLocked with the locks of others in the
+// way, or OutcomeUnknown.
+func (c *Client) ClaimMany(ctx context.Context, entityType string, uids []string) (Result, error) {
+	return c.result(c.call(ctx, Request{ID: c.newID(), Type: FrameClaimMany, EntityType: entityType, EntityUIDs: uids}))
+}
+
+// ReleaseMany releases the caller's locks of uids (§12): OutcomeReleased with Count, or
+// OutcomeUnknown.
+func (c *Client) ReleaseMany(ctx context.Context, entityType string, uids []string) (Result, error) {
+	return c.result(c.call(ctx, Request{ID: c.newID(), Type: FrameReleaseMany, EntityType: entityType, EntityUIDs: uids}))
+}
+
 // Unview ends a View: OutcomeUnviewed.
 func (c *Client) Unview(ctx context.Context, entityType, uid string) (Result, error) {
 	return c.result(c.call(ctx, Request{ID: c.newID(), Type: FrameUnview, EntityType: entityType, EntityUID: uid}))

@@ -43,15 +43,31 @@ const (
 
 	// Presence and nudges (version 2, PROTOCOL.md §9).
 
-	// C: {"id":"20","type":"view","entityType":"..","entityUid":".."}
+	// C: {"id":"20","type":"view","entityType":"..","entityUid":"..","intent":"edit"}
+	// "intent" (version 3, §9) is "edit" or "look", the default; a view of an entity
+	// the socket views already changes its intent
 	FrameView FrameType = "view"
 	// C: {"id":"21","type":"unview","entityType":"..","entityUid":".."}
 	FrameUnview FrameType = "unview"
-	// S: {"id":"20","type":"presence","entityType":"..","entityUid":"..","viewers":[{"oid":"..","name":"..","since":"..Z"}]}
+	// S: {"id":"20","type":"presence","entityType":"..","entityUid":"..",
+	//    "viewers":[{"oid":"..","name":"..","since":"..Z","state":"waiting","position":1}]}
 	// answers view; without an id, every change of the entity's viewers
 	FramePresence FrameType = "presence"
 	// C: {"id":"22","type":"nudge","entityType":"..","entityUid":".."}
 	// S: {"type":"nudge","entityType":"..","entityUid":"..","from":{"oid":"..","name":".."},"at":"..Z"}
 	// to the holder's sockets that view the entity
 	FrameNudge FrameType = "nudge"
+
+	// The waiting line and claims of many entities (version 3, PROTOCOL.md §11, §12).
+
+	// S: {"type":"handoff","entityType":"..","entityUid":"..","lock":{..}}
+	// to every socket of the new holder that views the entity with intent edit, when a
+	// freed lock went to them as the first in line
+	FrameHandoff FrameType = "handoff"
+	// C: {"id":"40","type":"claimMany","entityType":"..","entityUids":["r-1001","r-1002"]}
+	// S: {"id":"40","type":"result","outcome":"acquired"|"locked"|"unknown","locks":[..]}
+	FrameClaimMany FrameType = "claimMany"
+	// C: {"id":"41","type":"releaseMany","entityType":"..","entityUids":[..]}
+	// S: {"id":"41","type":"result","outcome":"released"|"unknown","count":12}
+	FrameReleaseMany FrameType = "releaseMany"
 )

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -21,6 +22,13 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Add([]byte(`{"id":"20","type":"view","entityType":"ApprovalRequest","entityUid":"r-1001"}`))
 	f.Add([]byte(`{"id":"22","type":"nudge","entityType":"ApprovalRequest"}`)) // missing entityUid
 	f.Add([]byte(`{"id":"11","type":"mine"}`))
+	// Version 3: a view with an intent, a bad intent, the bulk requests, a bulk list
+	// with a duplicate and one holding a number.
+	f.Add([]byte(`{"id":"20","type":"view","entityType":"ApprovalRequest","entityUid":"r-1001","intent":"edit"}`))
+	f.Add([]byte(`{"id":"20","type":"view","entityType":"A","entityUid":"u","intent":"wait"}`))
+	f.Add([]byte(`{"id":"40","type":"claimMany","entityType":"ApprovalRequest","entityUids":["r-1001","r-1002"]}`))
+	f.Add([]byte(`{"id":"41","type":"releaseMany","entityType":"A","entityUids":["u","u"]}`))
+	f.Add([]byte(`{"id":"41","type":"claimMany","entityType":"A","entityUids":["u",[1],{"a":"b"}]}`))
 	// The lock console's frames (§10): one without members, one naming an entity.
 	f.Add([]byte(`{"id":"30","type":"adminLocks"}`))
 	f.Add([]byte(`{"id":"31","type":"forceRelease","entityType":"ApprovalRequest","entityUid":"r-1001"}`))
@@ -81,7 +89,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("Marshal(%+v): %v", req, err)
 		}
 		back, err := DecodeRequest(b)
-		if err != nil || back != req {
+		if err != nil || !reflect.DeepEqual(back, req) {
 			t.Fatalf("round trip of %q: %+v, %v; want %+v", data, back, err, req)
 		}
 	})
@@ -131,6 +139,11 @@ func FuzzDecodeServerFrame(f *testing.F) {
 	f.Add([]byte(`{"type":"presence","entityType":"ApprovalRequest","entityUid":"r-1001","viewers":null}`))
 	f.Add([]byte(`{"type":"nudge","entityType":"ApprovalRequest","entityUid":"r-1001","from":{"oid":"u-grace","name":"Grace"},"at":"2026-12-02T09:15:00.123Z","to":"u-ada"}`))
 	f.Add([]byte(`{"id":"22","type":"result","outcome":"nudged","lock":null}`))
+	// Version 3: a presence with states, a handoff, claimMany's and releaseMany's answers.
+	f.Add([]byte(`{"type":"presence","entityType":"A","entityUid":"u","viewers":[{"oid":"u-ada","name":"Ada","since":"2026-12-02T09:15:00.123Z","state":"editing"},{"oid":"u-grace","name":"Grace","since":"2026-12-02T09:16:00.123Z","state":"waiting","position":1}]}`))
+	f.Add([]byte(`{"type":"handoff","entityType":"ApprovalRequest","entityUid":"r-1001","lock":` + lockJSON + `}`))
+	f.Add([]byte(`{"id":"40","type":"result","outcome":"locked","locks":[` + lockJSON + `]}`))
+	f.Add([]byte(`{"id":"41","type":"result","outcome":"released","count":12}`))
 	// Members a frame's shape does not carry: dropped on decode, so re-encoding is stable.
 	f.Add([]byte(`{"id":"1","type":"result","lock":` + lockJSON + `,"locks":null,"previousHolder":{}}`))
 	f.Add([]byte(`{"type":"lock","op":"Acquired","lock":{},"previousHolder":{"oid":"x"}}`))

@@ -5,11 +5,17 @@ import "encoding/json"
 // Viewer is one person viewing an entity (PROTOCOL.md §9): one entry per oid however
 // many sockets they view it from, Since the earliest of them.
 //
-//	{"oid":"u-ada","name":"Ada Lovelace","since":"2026-12-02T09:15:00.123Z"}
+//	{"oid":"u-ada","name":"Ada Lovelace","since":"2026-12-02T09:15:00.123Z","state":"waiting","position":1}
+//
+// State and Position are version 3's (§9, §11): every entry the hub sends carries a
+// State, and a waiting one its Position in line, 1 for the next. A Viewer the hub
+// stores for one socket has neither (they are the entity's, worked out in Redis).
 type Viewer struct {
-	OID   string `json:"oid"`
-	Name  string `json:"name"`
-	Since Time   `json:"since"`
+	OID      string      `json:"oid"`
+	Name     string      `json:"name"`
+	Since    Time        `json:"since"`
+	State    ViewerState `json:"state,omitempty"`
+	Position int         `json:"position,omitempty"`
 }
 
 // Presence is the viewers of one entity, ordered by Since (version 2, §9). With an ID

@@ -17,7 +17,9 @@ import (
 //
 //	auth                              Token, and ID when it is a refresh (IsRefresh)
 //	claim, renew, release, takeover   ID, EntityType, EntityUID
-//	view, unview, nudge               ID, EntityType, EntityUID
+//	view                              ID, EntityType, EntityUID, and Intent when given (version 3)
+//	unview, nudge                     ID, EntityType, EntityUID
+//	claimMany, releaseMany            ID, EntityType, EntityUIDs (version 3)
 //	watch, unwatch                    ID, EntityType
 //	mine                              ID
 //	adminLocks                        ID
@@ -38,6 +40,12 @@ type Request struct {
 	Token      string    `json:"token"`
 	EntityType string    `json:"entityType"`
 	EntityUID  string    `json:"entityUid"`
+	// Intent is a view's intent, "edit" or "look" (version 3, §9); empty when the
+	// view carried none, which means look.
+	Intent Intent `json:"intent"`
+	// EntityUIDs are the entities of a claimMany or releaseMany (version 3, §12): 1 to
+	// MaxBulk distinct strings (CheckEntityUIDs).
+	EntityUIDs []string `json:"entityUids"`
 }
 
 // MarshalJSON writes r as a client frame: the members its Type requires, even when
@@ -57,11 +65,15 @@ func (r Request) MarshalJSON() ([]byte, error) {
 		Token      *string   `json:"token,omitempty"`
 		EntityType *string   `json:"entityType,omitempty"`
 		EntityUID  *string   `json:"entityUid,omitempty"`
+		Intent     *string   `json:"intent,omitempty"`
+		EntityUIDs []string  `json:"entityUids,omitempty"`
 	}{
 		member(r.ID, r.HasID), r.Type,
 		member(r.Token, need&needToken != 0),
 		member(r.EntityType, need&needEntityType != 0),
 		member(r.EntityUID, need&needEntityUID != 0),
+		member(string(r.Intent), false),
+		r.EntityUIDs,
 	})
 }
 
@@ -77,6 +89,7 @@ const (
 	needToken = 1 << iota
 	needEntityType
 	needEntityUID
+	needEntityUIDs
 )
 
 // requestMembers returns the members typ requires, and false for a type that is not a
@@ -89,6 +102,8 @@ func requestMembers(typ FrameType) (need int, ok bool) {
 		return needEntityType | needEntityUID, true
 	case FrameWatch, FrameUnwatch:
 		return needEntityType, true
+	case FrameClaimMany, FrameReleaseMany:
+		return needEntityType | needEntityUIDs, true
 	case FrameMine, FramePing, FrameAdminLocks:
 		return 0, true
 	}
@@ -110,8 +125,9 @@ func requestMembers(typ FrameType) (need int, ok bool) {
 // answers an *Error (errors.As) with it as the error frame.
 //
 // Members are matched case-sensitively. A known member (id, type, token, entityType,
-// entityUid) must be a JSON string even where the type does not use it, and is then
-// ignored; unknown members are ignored.
+// entityUid, intent) must be a JSON string even where the type does not use it, and is
+// then ignored (entityUids an array of strings); unknown members are ignored. A view's
+// intent must be edit or look; a bulk request's entityUids 1 to MaxBulk distinct uids.
 // Entity types and uids are not checked beyond being strings: their syntax is the
 // store's to judge (CodeInvalidEntity).
 func DecodeRequest(data []byte) (Request, error) {
@@ -178,12 +194,19 @@ func decodeRequest(data []byte) (Request, *Error) {
 	for _, f := range [...]struct {
 		name string
 		m    member
-	}{{"token", m.token}, {"entityType", m.entityType}, {"entityUid", m.entityUID}} {
+	}{{"token", m.token}, {"entityType", m.entityType}, {"entityUid", m.entityUID}, {"intent", m.intent}} {
 		if f.m.kind != 0 {
 			if _, err := f.m.str(f.name); err != nil {
 				return req, err
 			}
 		}
+	}
+	if m.entityUIDs.kind != 0 && (m.entityUIDs.kind != '[' || m.entityUIDs.bad != 0) {
+		what := kind(m.entityUIDs.kind)
+		if m.entityUIDs.kind == '[' {
+			what = "an array holding " + kind(m.entityUIDs.bad)
+		}
+		return req, badRequest("", "entityUids must be an array of strings, not %s", what)
 	}
 
 	if need&needToken != 0 {
@@ -201,6 +224,21 @@ func decodeRequest(data []byte) (Request, *Error) {
 			return req, err
 		}
 	}
+	if req.Type == FrameView && m.intent.kind != 0 {
+		if err := checkIntent(m.intent.s); err != nil {
+			return req, err
+		}
+		req.Intent = Intent(m.intent.s)
+	}
+	if need&needEntityUIDs != 0 {
+		if m.entityUIDs.kind == 0 {
+			return req, badRequest("", "missing entityUids")
+		}
+		if err := CheckEntityUIDs("entityUids", m.entityUIDs.list); err != nil {
+			return req, err
+		}
+		req.EntityUIDs = m.entityUIDs.list
+	}
 	return req, nil
 }
 
@@ -208,6 +246,8 @@ func decodeRequest(data []byte) (Request, *Error) {
 type member struct {
 	kind jsontext.Kind // of its value; 0 when the frame does not carry it
 	s    string        // its value, when kind is '"'
+	list []string      // its strings, when kind is '[' (entityUids)
+	bad  jsontext.Kind // the kind of the first element of the array that is not a string
 }
 
 // str returns m's value, or an error naming the member when it is not a JSON string.
@@ -228,7 +268,8 @@ func (m member) required(name string) (string, *Error) {
 
 // members holds the members a request may carry, as read by read.
 type members struct {
-	id, typ, token, entityType, entityUID member
+	id, typ, token, entityType, entityUID, intent member
+	entityUIDs                                    member // an array of strings
 
 	// dup is the first name given twice: a known member if any, else any other,
 	// anywhere in the frame; dupIn then says in which object, when not the frame.
@@ -342,6 +383,12 @@ func (m *members) readFrom(dec *jsontext.Decoder) error {
 			m.dup = name.String()
 		}
 		*slot = member{kind: dec.PeekKind()}
+		if slot == &m.entityUIDs && slot.kind == '[' {
+			if err := readStrings(dec, slot); err != nil {
+				return err
+			}
+			continue
+		}
 		if slot.kind != '"' {
 			if err := dec.SkipValue(); err != nil {
 				return err
@@ -384,8 +431,41 @@ func (m *members) slot(name string) *member {
 		return &m.entityType
 	case "entityUid":
 		return &m.entityUID
+	case "intent":
+		return &m.intent
+	case "entityUids":
+		return &m.entityUIDs
 	}
 	return nil
+}
+
+// readStrings reads the array at dec into slot.list; the first element that is not a
+// string is recorded in slot.bad (and the rest skipped). Its length is bounded by the
+// frame's: MaxFrameSize was checked before.
+func readStrings(dec *jsontext.Decoder, slot *member) error {
+	if _, err := dec.ReadToken(); err != nil { // [
+		return err
+	}
+	slot.list = []string{}
+	for dec.PeekKind() != ']' {
+		k := dec.PeekKind()
+		if k != '"' {
+			if slot.bad == 0 {
+				slot.bad = k
+			}
+			if err := dec.SkipValue(); err != nil {
+				return err
+			}
+			continue
+		}
+		v, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		slot.list = append(slot.list, v.String())
+	}
+	_, err := dec.ReadToken() // ]
+	return err
 }
 
 // syntaxError describes why data is not valid JSON, as encoding/json words it (the

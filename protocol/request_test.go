@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -46,6 +47,19 @@ func TestDecodeRequest(t *testing.T) {
 		{"id of 64 characters", `{"id":"` + id64 + `","type":"mine"}`, Request{ID: id64, Type: FrameMine}},
 		{"entity syntax is not checked", `{"id":"1","type":"claim","entityType":"","entityUid":"{x} y"}`,
 			Request{ID: "1", Type: FrameClaim, EntityType: "", EntityUID: "{x} y"}},
+		// Version 3: a view's intent (§9), the bulk requests (§12).
+		{"view intent edit", `{"id":"20","type":"view","entityType":"A","entityUid":"u","intent":"edit"}`,
+			Request{ID: "20", Type: FrameView, EntityType: "A", EntityUID: "u", Intent: IntentEdit}},
+		{"view intent look", `{"id":"20","type":"view","entityType":"A","entityUid":"u","intent":"look"}`,
+			Request{ID: "20", Type: FrameView, EntityType: "A", EntityUID: "u", Intent: IntentLook}},
+		{"intent ignored where unused", `{"id":"7","type":"claim","entityType":"A","entityUid":"u","intent":"sit"}`,
+			Request{ID: "7", Type: FrameClaim, EntityType: "A", EntityUID: "u"}},
+		{"claimMany", `{"id":"40","type":"claimMany","entityType":"A","entityUids":["r-1","r-2"]}`,
+			Request{ID: "40", Type: FrameClaimMany, EntityType: "A", EntityUIDs: []string{"r-1", "r-2"}}},
+		{"releaseMany of 100", `{"id":"41","type":"releaseMany","entityType":"A","entityUids":` + uidsJSON(MaxBulk) + `}`,
+			Request{ID: "41", Type: FrameReleaseMany, EntityType: "A", EntityUIDs: uids(MaxBulk)}},
+		{"entityUids ignored where unused", `{"id":"7","type":"claim","entityType":"A","entityUid":"u","entityUids":["x","x"]}`,
+			Request{ID: "7", Type: FrameClaim, EntityType: "A", EntityUID: "u"}},
 		{"invalid UTF-8 replaced", "{\"id\":\"1\",\"type\":\"watch\",\"entityType\":\"a\xffb\"}", Request{ID: "1", Type: FrameWatch, EntityType: "a\uFFFDb"}},
 	}
 	for _, tt := range tests {
@@ -54,7 +68,7 @@ func TestDecodeRequest(t *testing.T) {
 			if err != nil {
 				t.Fatalf("DecodeRequest: %v", err)
 			}
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("DecodeRequest = %+v, want %+v", got, tt.want)
 			}
 		})
@@ -113,6 +127,15 @@ func TestDecodeRequestBad(t *testing.T) {
 		// A known member of the wrong type is refused where the type does not use it too.
 		{"unused entityType a number", `{"id":"7","type":"mine","entityType":5}`, "7", "entityType must be a string, not a number"},
 		{"unused entityUid null", `{"id":"7","type":"watch","entityType":"A","entityUid":null}`, "7", "entityUid must be a string, not null"},
+		{"intent not a word of the contract", `{"id":"20","type":"view","entityType":"A","entityUid":"u","intent":"Edit"}`, "20", `intent must be "edit" or "look", not "Edit"`},
+		{"intent a boolean", `{"id":"20","type":"view","entityType":"A","entityUid":"u","intent":true}`, "20", "intent must be a string, not a boolean"},
+		{"claimMany without entityUids", `{"id":"40","type":"claimMany","entityType":"A"}`, "40", "missing entityUids"},
+		{"claimMany of none", `{"id":"40","type":"claimMany","entityType":"A","entityUids":[]}`, "40", "entityUids must name at least one entity"},
+		{"claimMany of 101", `{"id":"40","type":"claimMany","entityType":"A","entityUids":` + uidsJSON(MaxBulk+1) + `}`, "40", "entityUids names 101 entities; at most 100 at once"},
+		{"claimMany duplicates", `{"id":"40","type":"claimMany","entityType":"A","entityUids":["r-1","r-2","r-1"]}`, "40", `entityUids names "r-1" twice`},
+		{"entityUids a string", `{"id":"41","type":"releaseMany","entityType":"A","entityUids":"r-1"}`, "41", "entityUids must be an array of strings, not a string"},
+		{"entityUids holding a number", `{"id":"41","type":"releaseMany","entityType":"A","entityUids":["r-1",2]}`, "41", "entityUids must be an array of strings, not an array holding a number"},
+		{"releaseMany without entityType", `{"id":"41","type":"releaseMany","entityUids":["r-1"]}`, "41", "missing entityType"},
 		{"unused token an object", `{"id":"7","type":"claim","entityType":"A","entityUid":"u","token":{}}`, "7", "token must be a string, not an object"},
 	}
 	for _, tt := range tests {
@@ -164,7 +187,7 @@ func TestRequestMarshal(t *testing.T) {
 		t.Run(string(tt.in.Type), func(t *testing.T) {
 			assertJSON(t, tt.in, tt.want)
 			back, err := DecodeRequest([]byte(tt.want))
-			if err != nil || back != tt.in {
+			if err != nil || !reflect.DeepEqual(back, tt.in) {
 				t.Errorf("DecodeRequest(%s) = %+v, %v; want %+v", tt.want, back, err, tt.in)
 			}
 		})
@@ -293,4 +316,18 @@ func TestEmptyID(t *testing.T) {
 	if f, err := DecodeServerFrame([]byte(`{"id":"","type":"result","outcome":"released","lock":null}`)); err != nil || !f.HasID {
 		t.Fatalf("a result answering an empty id = %+v, %v", f, err)
 	}
+}
+
+// uids are n distinct uids, and uidsJSON their JSON array.
+func uids(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("r-%d", 1000+i)
+	}
+	return out
+}
+
+func uidsJSON(n int) string {
+	b, _ := json.Marshal(uids(n))
+	return string(b)
 }

@@ -51,6 +51,8 @@ func (w Welcome) MarshalJSON() ([]byte, error) {
 //	unwatch, auth with an id          {"id":"10","type":"result","outcome":"unwatched"}
 //	unview, nudge (Bare)              {"id":"21","type":"result","outcome":"unviewed"}
 //	mine (Outcome empty)              {"id":"11","type":"result","locks":[..]}
+//	claimMany (Many, version 3)       {"id":"40","type":"result","outcome":"acquired","locks":[..]}
+//	releaseMany (Count, version 3)    {"id":"41","type":"result","outcome":"released","count":12}
 //
 // PreviousHolder is written with OutcomeTakenOver only; Locks marshals as [] when nil.
 type Result struct {
@@ -62,6 +64,11 @@ type Result struct {
 	// Bare says the answer carries the outcome alone, no lock: unview's and nudge's
 	// (version 2, §9), whose notHeld says nothing of a lock.
 	Bare bool `json:"-"`
+	// Many says the answer is claimMany's: the outcome and Locks, no lock (§12).
+	Many bool `json:"-"`
+	// Count, when set, makes the answer releaseMany's: the outcome and how many locks
+	// the call released (§12).
+	Count *int `json:"-"`
 }
 
 // MarshalJSON writes r as a result frame, shaped by its Outcome.
@@ -78,6 +85,25 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		}{r.ID, FrameResult, r.Locks})
 	case OutcomeUnwatched, OutcomeRefreshed, OutcomeUnviewed, OutcomeNudged:
 		r.Bare = true
+	}
+	switch {
+	case r.Count != nil:
+		return json.Marshal(struct {
+			ID      string    `json:"id"`
+			Type    FrameType `json:"type"`
+			Outcome Outcome   `json:"outcome"`
+			Count   int       `json:"count"`
+		}{r.ID, FrameResult, r.Outcome, *r.Count})
+	case r.Many:
+		if r.Locks == nil {
+			r.Locks = []Lock{}
+		}
+		return json.Marshal(struct {
+			ID      string    `json:"id"`
+			Type    FrameType `json:"type"`
+			Outcome Outcome   `json:"outcome"`
+			Locks   []Lock    `json:"locks"`
+		}{r.ID, FrameResult, r.Outcome, r.Locks})
 	}
 	if r.Bare {
 		return json.Marshal(struct {
@@ -174,6 +200,7 @@ type ServerFrame struct {
 	Pong     *Pong      // FramePong
 	Presence *Presence  // FramePresence (version 2)
 	Nudge    *Nudge     // FrameNudge (version 2)
+	Handoff  *Handoff   // FrameHandoff (version 3)
 
 	// Raw is the frame as received. It is the slice given to DecodeServerFrame.
 	Raw []byte
@@ -201,6 +228,7 @@ type serverWire struct {
 	PreviousHolder *Holder `json:"previousHolder"`
 	By             *Holder `json:"by"`
 	Locks          []Lock  `json:"locks"`
+	Count          *int    `json:"count"`
 	EntityType     string  `json:"entityType"`
 	EntityUID      string  `json:"entityUid"`
 	Op             Op      `json:"op"`
@@ -247,9 +275,19 @@ func DecodeServerFrame(data []byte) (ServerFrame, error) {
 		}
 		f.ID, f.HasID = id, hasID
 		r := &Result{ID: id, Outcome: w.Outcome}
+		switch {
+		case w.Outcome != "" && w.Count != nil: // releaseMany
+			r.Count = w.Count
+		case w.Outcome != "" && w.Locks != nil: // claimMany
+			r.Many, r.Locks = true, w.Locks
+		}
 		switch w.Outcome {
 		case "":
 			r.Locks = w.Locks
+		case OutcomeReleased, OutcomeAcquired, OutcomeLocked, OutcomeUnknown:
+			if r.Count == nil && !r.Many {
+				r.Lock = w.Lock
+			}
 		case OutcomeUnwatched, OutcomeRefreshed, OutcomeUnviewed, OutcomeNudged:
 			r.Bare = true
 		case OutcomeTakenOver:
@@ -275,6 +313,11 @@ func DecodeServerFrame(data []byte) (ServerFrame, error) {
 		f.Presence = &Presence{ID: id, HasID: hasID, EntityType: w.EntityType, EntityUID: w.EntityUID, Viewers: w.Viewers}
 	case FrameNudge:
 		f.Nudge = &Nudge{EntityType: w.EntityType, EntityUID: w.EntityUID, From: w.From, At: w.At}
+	case FrameHandoff:
+		if w.Lock == nil {
+			return ServerFrame{}, badRequest("", "handoff without lock")
+		}
+		f.Handoff = &Handoff{EntityType: w.EntityType, EntityUID: w.EntityUID, Lock: *w.Lock}
 	case FrameLock:
 		if w.Lock == nil {
 			return ServerFrame{}, badRequest("", "lock event without lock")

@@ -194,6 +194,8 @@ func encodeServerFrame(f ServerFrame) ([]byte, error) {
 		v = f.Presence
 	case f.Nudge != nil:
 		v = f.Nudge
+	case f.Handoff != nil:
+		v = f.Handoff
 	default:
 		return nil, errors.New("empty ServerFrame")
 	}

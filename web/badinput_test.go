@@ -76,7 +76,9 @@ func TestBadInput(t *testing.T) {
 		{"dev token huge", req{method: "POST", path: "/dev/token", body: huge}, 413, "too_large"},
 
 		{"PATCH a lock", req{method: "PATCH", path: lockPath}, 405, "method_not_allowed"},
-		{"DELETE the list", req{method: "DELETE", path: "/api/locks/ApprovalRequest"}, 405, "method_not_allowed"},
+		{"PUT the list", req{method: "PUT", path: "/api/locks/ApprovalRequest"}, 405, "method_not_allowed"},
+		{"DELETE the list without uids", req{method: "DELETE", path: "/api/locks/ApprovalRequest"}, 400, "bad_request"},
+		{"POST the list without a body", req{method: "POST", path: "/api/locks/ApprovalRequest"}, 400, "bad_request"},
 		{"GET takeover", req{method: "GET", path: lockPath + "/takeover"}, 405, "method_not_allowed"},
 		{"POST mine", req{method: "POST", path: "/api/me/locks"}, 405, "method_not_allowed"},
 		{"GET approve", req{method: "GET", path: "/api/approval-requests/r-1001/approve"}, 405, "method_not_allowed"},

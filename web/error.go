@@ -22,6 +22,9 @@ type Error struct {
 	Message string
 	// Lock is the lock in the way, with protocol.CodeLocked.
 	Lock *protocol.Lock
+	// Locks are the locks in the way of a bulk write, with protocol.CodeLocked
+	// (PROTOCOL.md §12).
+	Locks []protocol.Lock
 	// Row is the entity as it stands, for an adopter's codes that show it (the demo's
 	// stale and already_decided): any value that encodes as JSON. Nil means no row
 	// member.
@@ -57,6 +60,7 @@ type errorBody struct {
 	Code    protocol.ErrorCode `json:"code"`
 	Message string             `json:"message"`
 	Lock    *protocol.Lock     `json:"lock,omitempty"`
+	Locks   []protocol.Lock    `json:"locks,omitempty"`
 	Row     any                `json:"row,omitempty"`
 }
 
@@ -70,7 +74,7 @@ func errorFor(err error) (int, errorBody) {
 	)
 	switch {
 	case errors.As(err, &we):
-		return statusOf(we.Code), errorBody{Code: we.Code, Message: we.Message, Lock: we.Lock, Row: we.Row}
+		return statusOf(we.Code), errorBody{Code: we.Code, Message: we.Message, Lock: we.Lock, Locks: we.Locks, Row: we.Row}
 	case errors.As(err, &ce):
 		return statusOf(ce.ErrorCode()), errorBody{Code: ce.ErrorCode(), Message: ce.ClientMessage()}
 	case errors.Is(err, auth.ErrUnauthorized):

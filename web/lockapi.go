@@ -1,7 +1,9 @@
 package web
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/lockhub/lockhub/locks"
@@ -142,4 +144,78 @@ func lockedError(l *protocol.Lock) *Error {
 			l.HolderName, l.ExpiresAt),
 		Lock: l,
 	}
+}
+
+// Claims of many entities at once (version 3, PROTOCOL.md §12).
+
+// manyResult is the body of a bulk claim: {"outcome":"acquired","locks":[..]}.
+type manyResult struct {
+	Outcome protocol.Outcome `json:"outcome"`
+	Locks   []protocol.Lock  `json:"locks"`
+}
+
+// releasedMany is the body of a bulk release: {"outcome":"released","count":2}.
+type releasedMany struct {
+	Outcome protocol.Outcome `json:"outcome"`
+	Count   int              `json:"count"`
+}
+
+// UIDsBody is the body of a bulk write: {"uids":["r-1001","r-1002"]}.
+type UIDsBody struct {
+	UIDs []string `json:"uids"`
+}
+
+// ReadUIDs reads a bulk write's {"uids":[..]} body, leaving it in place for the next
+// reader (a guard, then the handler): bad_request when it is not that object.
+// Whether the uids are 1 to protocol.MaxBulk distinct valid names is the store's to
+// judge.
+func ReadUIDs(r *http.Request) ([]string, error) {
+	b, err := io.ReadAll(r.Body) // in memory already: see LimitBody
+	if err != nil {
+		return nil, &Error{Code: protocol.CodeBadRequest, Message: "the body could not be read", Err: err}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	probe := r.Clone(r.Context())
+	probe.Body = io.NopCloser(bytes.NewReader(b))
+	var body struct {
+		UIDs *[]string `json:"uids"`
+	}
+	if err := DecodeJSON(probe, &body, false); err != nil {
+		return nil, err
+	}
+	if body.UIDs == nil {
+		return nil, Errorf(protocol.CodeBadRequest, `the body must name the entities: {"uids":[..]}`)
+	}
+	return *body.UIDs, nil
+}
+
+// claimMany: POST /api/locks/{type} {"uids":[..]}: all or none.
+func (s *Server) claimMany(w http.ResponseWriter, r *http.Request) {
+	id := identity(r)
+	uids, err := ReadUIDs(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.store.ClaimMany(r.Context(), id.Tenant, PathParam(r, "type"), uids, id.Holder(), "")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if res.Locks == nil {
+		res.Locks = []protocol.Lock{}
+	}
+	WriteJSON(w, outcomeStatus(res.Outcome), manyResult{Outcome: res.Outcome, Locks: res.Locks})
+}
+
+// releaseMany: DELETE /api/locks/{type}?uid=..&uid=..
+func (s *Server) releaseMany(w http.ResponseWriter, r *http.Request) {
+	id := identity(r)
+	uids := r.URL.Query()["uid"]
+	res, err := s.store.ReleaseMany(r.Context(), id.Tenant, PathParam(r, "type"), uids, id.Holder(), "")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, releasedMany{Outcome: res.Outcome, Count: res.Count})
 }

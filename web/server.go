@@ -34,6 +34,9 @@ type LockStore interface {
 	List(ctx context.Context, tenant, entityType string) ([]protocol.Lock, error)
 	Mine(ctx context.Context, tenant, oid string) ([]protocol.Lock, error)
 	Ping(ctx context.Context) error
+	// Claims of many entities at once (version 3, PROTOCOL.md §12).
+	ClaimMany(ctx context.Context, tenant, entityType string, uids []string, h protocol.Holder, conn string) (locks.ManyResult, error)
+	ReleaseMany(ctx context.Context, tenant, entityType string, uids []string, h protocol.Holder, conn string) (locks.ManyResult, error)
 }
 
 var _ LockStore = (*locks.Locks)(nil)
@@ -243,6 +246,8 @@ func (s *Server) routes(ws http.Handler, metrics http.Handler) {
 			// The token before the body; the rate of its person before either is read.
 			r.Use(noStore, authenticate(s.verifier, s.log, s.refusals), s.rates.limit, limitBody)
 			r.Get("/api/locks/{type}", s.list)
+			r.Post("/api/locks/{type}", s.claimMany)
+			r.Delete("/api/locks/{type}", s.releaseMany)
 			r.Get("/api/locks/{type}/{uid}", s.get)
 			r.Post("/api/locks/{type}/{uid}", s.claim)
 			r.Put("/api/locks/{type}/{uid}", s.renew)

@@ -19,9 +19,13 @@
 -- ARGV[18..23] the share block: tenant tag, lockable types, locks per person, locks per
 --          tenant, changes a second, burst (prelude.lua); optional
 -- ARGV[24] the audit's retention, ms (prelude.lua); optional
+-- ARGV[25..29] the line block: clock shift, now, now + lease, lease, presence margin
+--          (line.lua); optional: the viewers are announced when the claim changes them
 --
 -- Returns {status, value, found, trimmed}, status one of (claimReply in scripts.go):
 --   "acquired"  it was free and is now the caller's, published Acquired; value = ARGV[8]
+--               (free with people waiting, it goes to the first of them first: line.lua,
+--               and the claim answers mine or locked as for a held lock)
 --   "mine"      the caller already holds it (another tab); value = the stored value
 --               (Go renews it by compare-and-set, keeping acquiredAtUtc)
 --   "locked"    someone else holds it; value = the stored value
@@ -31,8 +35,16 @@
 --               allows; nothing written; value = ms until the next is allowed
 auditing(13, 24)
 sharing(18)
+lining(25)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
+-- Free while someone waits (a lease that ran out or another program's release, found
+-- here before any sweep): it goes to the line first (PROTOCOL.md §11), then the claim
+-- meets it as it would any held lock.
+if not v and handoff(KEYS[1], KEYS[2], KEYS[3], nil) then
+  v = redis.call('GET', KEYS[1])
+  announcePeople(KEYS[1], holderOf(v))
+end
 if v then
   if holds(v, ARGV[7]) then return reply('mine', v) end
   return reply('locked', v)
@@ -47,4 +59,5 @@ redis.call('DEL', KEYS[4]) -- sockets of a lease that ran out
 attach(KEYS[4], ARGV[12], ARGV[9])
 publish('Acquired', ARGV[8])
 record('Acquired', KEYS[1], ARGV[8], why, actor)
+announcePeople(KEYS[1], ARGV[7])
 return reply('acquired', ARGV[8])

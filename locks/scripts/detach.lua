@@ -24,6 +24,8 @@
 --          tenant, changes a second, burst (prelude.lua); optional
 --          (a release on disconnect is never refused: it only keeps the person's index)
 -- ARGV[21] the audit's retention, ms (prelude.lua); optional
+-- ARGV[22..26] the line block: clock shift, now, now + lease, lease, presence margin
+--          (line.lua); optional: with it a dropped lock goes to the next in line
 --
 -- Returns {status, value, found, trimmed}, status one of (detachReply in scripts.go):
 --   "released"  no socket was left, so it was dropped, published Released;
@@ -36,6 +38,7 @@
 -- (a new lease clears the set), or taken over, or claimed over HTTP.
 auditing(10, 21)
 sharing(15)
+lining(22)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if redis.call('SREM', KEYS[4], ARGV[8]) == 0 then return reply('kept', false) end
@@ -52,4 +55,5 @@ settle(KEYS[2], KEYS[3])
 publish('Released', v)
 local d = decode(v)
 record('Released', KEYS[1], v, why, person(d['holderOid'], d['holderName']))
+freed(KEYS[1], KEYS[2], KEYS[3], ARGV[7], true)
 return reply('released', v)

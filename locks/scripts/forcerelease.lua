@@ -19,6 +19,8 @@
 --          tenant, changes a second, burst (prelude.lua); optional
 --          (the administrator's changes are counted as anyone's)
 -- ARGV[20] the audit's retention, ms (prelude.lua); optional
+-- ARGV[21..25] the line block: clock shift, now, now + lease, lease, presence margin
+--          (line.lua); optional: with it a dropped lock goes to the next in line
 --
 -- Returns {status, value, found, trimmed}, status one of (forceReleaseReply in scripts.go):
 --   "released"  dropped, published Released with "by", recorded ForceReleased;
@@ -28,6 +30,7 @@
 --               written; value = ms until the next is allowed
 auditing(9, 20)
 sharing(14)
+lining(21)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if not v or decode(v) == nil then return reply('notHeld', false) end
@@ -41,4 +44,5 @@ unsee(KEYS[1])
 settle(KEYS[2], KEYS[3])
 publish('Released', v, ',"by":' .. person(ARGV[7], ARGV[8]))
 record('ForceReleased', KEYS[1], v, why, actor, whose(decode(v)))
+freed(KEYS[1], KEYS[2], KEYS[3], decode(v)['holderOid'], true)
 return reply('released', v)

@@ -18,11 +18,14 @@
 -- the changes happened. The event's lock is the stored value, byte for byte: Lua never
 -- re-encodes it.
 --
--- Every write script answers {status, value, found, trimmed}: found lists the ops it
--- announced for changes another program made (catchup below), each once; trimmed is how
--- many audit entries the cap dropped before their age (auditDone below).
+-- Every write script answers {status, value, found, trimmed, handed, passed}: found lists
+-- the ops it announced for changes another program made (catchup below), each once;
+-- trimmed is how many audit entries the cap dropped before their age (auditDone below);
+-- handed the values of the locks it handed to the next in line, and passed the settings
+-- (max-locks-per-...) at which it passed someone in line over (line.lua).
 
 local found = {}
+local handed, passed = {}, {}
 
 local function publish(op, value, extra)
   if ARGV[1] ~= '' then
@@ -33,7 +36,7 @@ end
 local auditDone -- below, with the audit
 
 local function reply(status, value)
-  return {status, value, found, auditDone()}
+  return {status, value, found, auditDone(), handed, passed}
 end
 
 -- person is a {"oid","name"} JSON object of two strings encoded by cjson, or null

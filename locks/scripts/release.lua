@@ -17,9 +17,12 @@
 -- ARGV[14..19] the share block: tenant tag, lockable types, locks per person, locks per
 --          tenant, changes a second, burst (prelude.lua); optional
 -- ARGV[20] the audit's retention, ms (prelude.lua); optional
+-- ARGV[21..25] the line block: clock shift, now, now + lease, lease, presence margin
+--          (line.lua); optional: with it a dropped lock goes to the next in line
 --
 -- Returns {status, value, found, trimmed}, status one of (releaseReply in scripts.go):
---   "released"  dropped, published Released; value = the value that was stored
+--   "released"  dropped, published Released (then, handed to the next in line,
+--               Acquired: line.lua); value = the value that was stored
 --   "kept"      the socket let go, but another socket of the holder keeps the lock;
 --               nothing published; value = the stored value
 --   "notHeld"   gone (value nil) or someone else's (value = the stored value)
@@ -28,6 +31,7 @@
 --               until the next is allowed
 auditing(9, 20)
 sharing(14)
+lining(21)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 if not v then return reply('notHeld', false) end
@@ -49,4 +53,5 @@ unsee(KEYS[1])
 settle(KEYS[2], KEYS[3])
 publish('Released', v)
 record('Released', KEYS[1], v, why, actor)
+freed(KEYS[1], KEYS[2], KEYS[3], ARGV[7], true)
 return reply('released', v)

@@ -62,17 +62,22 @@
 --          <HSCAN cursor>": where the next call's windows start, absent at the start; in
 --          the tenant's slot)
 --
--- Returns {found, {}, more, trimmed}:
+-- ARGV[27..31] the line block: clock shift, now, now + lease, lease, presence margin
+--          (line.lua); optional: with it a lock found gone goes to the next in line
+--
+-- Returns {found, {}, more, trimmed, handed, passed}:
 --   found   the ops announced, one per event published
 --   {}      (where the live locks' values were, when sweeps also listed)
 --   more    1 when the windows have not come round yet or candidates were left: the
 --           caller calls again at once, else 0
 --   trimmed audit entries the cap dropped before their age (prelude.lua, auditDone)
+--   handed, passed  the hand-offs made and the limits that passed someone over (line.lua)
 
 auditing(13, 24)
 sharing(18)
+lining(27)
 if tonumber(ARGV[11]) > 0 then
-  if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[11]) then return {found, {}, 0, auditDone()} end
+  if not redis.call('SET', KEYS[3], '1', 'NX', 'PX', ARGV[11]) then return {found, {}, 0, auditDone(), handed, passed} end
 end
 if ARGV[1] ~= '' then
   redis.call('HSET', KEYS[4], 'command', ARGV[1], 'channel', ARGV[2])
@@ -247,12 +252,16 @@ for i, k in ipairs(keys) do
     end
   elseif c and decode(c) ~= nil then
     gone(k, c, KEYS[1], KEYS[2])
+    if freed(k, KEYS[1], KEYS[2], decode(c)['holderOid']) then wrote = true end
   else
     redis.call('ZREM', KEYS[1], k)
     redis.call('HDEL', KEYS[2], k)
     unsee(k)
     local f = foreign(k)
-    if f and scores[k] ~= nil then announceFound(ended(tonumber(scores[k])), k, f) end
+    if f and scores[k] ~= nil then
+      announceFound(ended(tonumber(scores[k])), k, f)
+      if freed(k, KEYS[1], KEYS[2], nil) then wrote = true end
+    end
   end
 end
 if #found > 0 or wrote or redis.call('PTTL', KEYS[1]) < 0 then
@@ -264,4 +273,4 @@ elseif cursor == '0 0 0' then
 else
   redis.call('SET', ARGV[26], cursor, 'PX', 600000)
 end
-return {found, {}, more, auditDone()}
+return {found, {}, more, auditDone(), handed, passed}

@@ -21,6 +21,8 @@
 -- ARGV[18..23] the share block: tenant tag, lockable types, locks per person, locks per
 --          tenant, changes a second, burst (prelude.lua); optional
 -- ARGV[24] the audit's retention, ms (prelude.lua); optional
+-- ARGV[25..29] the line block: clock shift, now, now + lease, lease, presence margin
+--          (line.lua); optional: the viewers are announced when the takeover changes them
 --
 -- Returns {status, value, found, trimmed}, status one of (takeoverReply in scripts.go):
 --   "takenOver"  someone else held it and now the caller does, published TakenOver;
@@ -34,6 +36,7 @@
 --                written; value = ms until the next is allowed
 auditing(13, 24)
 sharing(18)
+lining(25)
 local v = redis.call('GET', KEYS[1])
 catchup(KEYS[1], v, KEYS[2], KEYS[3])
 local prev = nil
@@ -50,6 +53,7 @@ if prev ~= nil then disown(prev['holderOid'], KEYS[1]) end
 own(ARGV[7], KEYS[1], ARGV[10])
 redis.call('DEL', KEYS[4]) -- the previous holder's sockets no longer hold it
 attach(KEYS[4], ARGV[12], ARGV[9])
+announcePeople(KEYS[1], ARGV[7])
 if not v then
   publish('Acquired', ARGV[8])
   record('Acquired', KEYS[1], ARGV[8], why, actor)

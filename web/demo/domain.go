@@ -20,12 +20,16 @@ import (
 	"github.com/lockhub/lockhub/web"
 )
 
-// LockStore is what the demo domain needs of the lock store: the guard's reads, and
-// the release that ends an edit after a decision: *locks.Locks.
+// LockStore is what the demo domain needs of the lock store: the guards' reads, the
+// release that ends an edit after a decision, and the bulk approve's claim and release
+// of many (PROTOCOL.md §12): *locks.Locks.
 type LockStore interface {
 	web.LockReader
+	web.ManyReader
 	// ReleaseBecause is the release, recorded in the audit trail with its reason.
 	ReleaseBecause(ctx context.Context, ref locks.Ref, h protocol.Holder, conn string, reason locks.AuditReason) (locks.Result, error)
+	ClaimMany(ctx context.Context, tenant, entityType string, uids []string, h protocol.Holder, conn string) (locks.ManyResult, error)
+	ReleaseManyBecause(ctx context.Context, tenant, entityType string, uids []string, h protocol.Holder, conn string, reason locks.AuditReason) (locks.ManyResult, error)
 }
 
 var _ LockStore = (*locks.Locks)(nil)
@@ -97,6 +101,17 @@ func New(cfg Config) (*Domain, error) {
 		Registerer: cfg.Registerer,
 	})
 
+	guardMany := web.GuardMany(web.GuardManyConfig{
+		Store:    cfg.Locks,
+		Identify: web.IdentifyFromContext,
+		Entities: func(r *http.Request) (string, []string, bool, error) {
+			uids, err := web.ReadUIDs(r)
+			return ApprovalRequestType, uids, err == nil, err
+		},
+		Logger:     d.log,
+		Registerer: cfg.Registerer,
+	})
+
 	m := chi.NewRouter()
 	m.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, web.Errorf(protocol.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
@@ -110,6 +125,7 @@ func New(cfg Config) (*Domain, error) {
 		r.Get("/api/approval-requests/{uid}", d.getRequest)
 		r.With(guard).Put("/api/entities/{type}/{uid}", d.updateEntity)
 		r.With(guard).Delete("/api/entities/{type}/{uid}", d.deleteEntity)
+		r.With(guardMany).Post("/api/approval-requests/approve", d.approveMany)
 		r.With(guard).Post("/api/approval-requests/{uid}/approve", d.decide(StatusApproved))
 		r.With(guard).Post("/api/approval-requests/{uid}/reject", d.decide(StatusRejected))
 	})
