@@ -111,7 +111,8 @@ export function useConnectionState(client) {
  * @property {number} position   this person's place in the waiting line (1: next), 0 if not waiting
  * @property {Intent} intent
  * @property {Nudge[]} nudges    who asked this person, the holder, to finish (latest first)
- * @property {() => void} claim  holds the lock (again): claims it now and when it is freed
+ * @property {() => void} claim  holds the lock (again): claims it now, and waits in line
+ *   for it (intent edit) while someone else has it
  * @property {() => Promise<Result|undefined>} release  releases it and stops holding;
  *   status `releasing` while the hub's answer is pending, then `released`
  * @property {() => Promise<Result|undefined>} takeover  (the takeover role)
@@ -215,6 +216,7 @@ export function useLock(type, uid, options = {}) {
   const position = mine && mine.state === 'waiting' && mine.position ? mine.position : 0;
 
   const claim = useCallback(() => {
+    setIntent('edit'); // wanting it is waiting for it while someone else has it
     const st = hold ? hold.state.status : 'idle';
     if (st === 'released' || st === 'ended' || st === 'takenOver') {
       setGeneration((g) => g + 1); // drop this hold and make another
