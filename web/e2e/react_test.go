@@ -62,8 +62,9 @@ func buildReactExample(t *testing.T) string {
 // TestReactExample runs the React example page (useLockClient, useLock, useLocks) in
 // Chromium against the real binary: the page is served from an origin of its own, as
 // an application's would be, under a CSP without 'unsafe-inline'. Ada holds r-1001,
-// Grace's page shows Ada's lock and that she waits; Ada releases, and Grace's page
-// holds it (a hub of version 3 hands it over; an older one lets her form claim it).
+// Grace's page shows Ada's lock and that she is next; she stops waiting and waits
+// again; Ada releases, and the hub hands the lock to Grace's page without a claim of
+// its own; Ada wants it again and waits behind Grace.
 func TestReactExample(t *testing.T) {
 	t.Parallel()
 	bin := binary(t)
@@ -104,13 +105,24 @@ func TestReactExample(t *testing.T) {
 		t.Error("Grace's fields are editable while Ada holds the lock")
 	}
 	waitFor(t, pGrace, "Grace's page lists Ada editing", sel("others")+`.textContent === 'Ada Lovelace is editing'`, 5*time.Second, diag)
-	waitFor(t, pAda, "Ada's page lists Grace waiting", `/^Grace Hopper is waiting/.test(`+sel("others")+`.textContent)`, 5*time.Second, diag)
+	waitFor(t, pAda, "Ada's page lists Grace waiting 1st", sel("others")+`.textContent === 'Grace Hopper is waiting (1st)'`, 5*time.Second, diag)
+	waitFor(t, pGrace, "Grace is next", sel("request")+`.dataset.position === '1' && `+sel("banner")+`.textContent.includes('Locked by Ada Lovelace · you are next')`, 5*time.Second, diag)
 
+	// stopWaiting and wait: out of the line and back in.
+	click(t, pGrace, "stop-waiting")
+	waitFor(t, pAda, "Ada's page lists Grace viewing", sel("others")+`.textContent === 'Grace Hopper is viewing'`, 5*time.Second, diag)
+	click(t, pGrace, "wait")
+	waitFor(t, pAda, "Ada's page lists Grace waiting again", sel("others")+`.textContent === 'Grace Hopper is waiting (1st)'`, 5*time.Second, diag)
+
+	eval[bool](t, pGrace, recordFrames)
 	start := time.Now()
 	click(t, pAda, "release")
 	waitFor(t, pAda, "Ada's page released", status("released"), 5*time.Second, diag)
 	waitFor(t, pGrace, "Grace holds r-1001", status("held")+` && !`+sel("fields")+`.disabled`, 5*time.Second, diag)
 	t.Logf("Grace's page held the lock %v after Ada clicked Release", time.Since(start).Round(time.Millisecond))
+	if n := eval[int](t, pGrace, `sentFrames.filter((f) => f.type === 'claim').length`); n != 0 {
+		t.Errorf("Grace's page claimed besides the hand-off: %s", eval[string](t, pGrace, `JSON.stringify(sentFrames)`))
+	}
 	waitFor(t, pAda, "Ada's useLocks shows Grace's lock", sel("locks")+`.querySelector('li[data-uid="r-1001"]')?.dataset.holder === 'u-grace'`, 5*time.Second, diag)
 	if got := hub.locksOf(t, grace)["r-1001"].HolderOID; got != "u-grace" {
 		t.Errorf("the hub says r-1001 is held by %q", got)
