@@ -831,6 +831,9 @@ export function connect(opts) {
 }
 
 function defaultURL() {
+  if (typeof window === 'undefined' || !window.location) {
+    throw new TypeError('lockhub: connect needs a url outside a browser page (e.g. wss://locks.example.com/ws)');
+  }
   const l = window.location;
   return `${l.protocol === 'https:' ? 'wss:' : 'ws:'}//${l.host}/ws`;
 }

@@ -46,6 +46,13 @@ describe('the console data (PROTOCOL.md §10)', () => {
   });
 });
 
+describe('bad options', () => {
+  it('say what is missing', () => {
+    assert.throws(() => connect(/** @type {any} */ ({})), /connect needs a getToken function/);
+    assert.throws(() => connect({ getToken: () => 't' }), /connect needs a url outside a browser page/);
+  });
+});
+
 describe('connection timers and close codes', () => {
   it('refreshes the token in band 30 s before it expires', async () => {
     const clock = new FakeClock();
