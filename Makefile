@@ -3,7 +3,11 @@ GO ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 PKGS := ./...
 
-.PHONY: run test deps lint fmt bench fuzz image
+.PHONY: run test deps lint fmt bench fuzz image client-deps client-test client-lint
+
+# The browser client's npm package: its dev dependencies (typescript, react, esbuild)
+# come from the committed package-lock.json, nothing else from the network.
+CLIENT := web/static/lockhub
 
 run:
 	$(GO) run ./cmd/lockhub
@@ -24,8 +28,22 @@ image: deps
 
 # Every test, with the race detector, against real redis-server and Chromium processes
 # the tests start themselves on free ports.
-test: deps
+test: deps client-test
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+# client-deps installs the client's dev dependencies when the lock file changed.
+client-deps: deps
+	@if [ ! -f $(CLIENT)/node_modules/.package-lock.json ] || [ $(CLIENT)/package-lock.json -nt $(CLIENT)/node_modules/.package-lock.json ]; then \
+		cd $(CLIENT) && npm ci --no-audit --no-fund; \
+	fi
+
+# The client's unit tests under Node (fake socket and clock) and its pack test. The
+# Chromium tests in web/e2e (go test) use the same node_modules for the React example.
+client-test: client-deps
+	cd $(CLIENT) && npm test
+
+client-lint: client-deps
+	cd $(CLIENT) && npm run lint
 
 # deps installs what the tests need on a fresh Debian machine, or says how.
 deps:
@@ -34,6 +52,8 @@ deps:
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	command -v podman >/dev/null 2>&1 || missing="$$missing podman"; \
 	[ -f /etc/ssl/certs/ca-certificates.crt ] || missing="$$missing ca-certificates"; \
+	command -v node >/dev/null 2>&1 || missing="$$missing nodejs"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			echo "installing:$$missing"; \
@@ -43,12 +63,14 @@ deps:
 		fi; \
 	fi; \
 	v=$$(redis-server --version | sed -n 's/.*v=\([0-9]*\)\..*/\1/p'); \
-	if [ "$${v:-0}" -lt 7 ]; then echo "redis-server 7 or newer is needed (sharded pub/sub); found $$(redis-server --version)"; exit 1; fi
+	if [ "$${v:-0}" -lt 7 ]; then echo "redis-server 7 or newer is needed (sharded pub/sub); found $$(redis-server --version)"; exit 1; fi; \
+	n=$$(node --version | sed -n 's/^v\([0-9]*\)\..*/\1/p'); \
+	if [ "$${n:-0}" -lt 18 ]; then echo "node 18 or newer is needed (node --test, the browser client's tests); found $$(node --version)"; exit 1; fi
 
 fmt:
 	gofmt -w .
 
-lint:
+lint: client-lint
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)

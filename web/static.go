@@ -12,9 +12,11 @@ import (
 )
 
 // embedded holds the browser client (lockhub.js and its modules), written in static/
-// and served at /static/.
+// and served at /static/. The patterns name the client's own files: the npm package's
+// node_modules, tests and generated types next to them (static/lockhub/package.json)
+// are not the page's and stay out of the binary.
 //
-//go:embed static
+//go:embed static/lockhub.js static/lockhub.css static/lockhub/*.js static/lockhub/README.md
 var embedded embed.FS
 
 // contentTypes pins the types the browser relies on: ES modules must be served as

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strconv"
 	"testing"
@@ -48,6 +49,32 @@ func serveDemo(mux *http.ServeMux) {
 			}
 		}
 		writeJSON(w, http.StatusNotFound, map[string]any{"code": "not_found", "message": "no such request"})
+	})
+	// The bulk approve of PROTOCOL.md §12, as the grid's "Approve selected" calls it:
+	// r-1002 is Grace's, so a batch with it is refused whole, naming her lock.
+	mux.HandleFunc("POST /api/approval-requests/approve", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			UIDs []string `json:"uids"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || len(in.UIDs) == 0 {
+			writeJSON(w, http.StatusBadRequest, map[string]any{"code": "bad_request", "message": "uids"})
+			return
+		}
+		var rows []map[string]any
+		for _, uid := range in.UIDs {
+			if uid == "r-1002" {
+				writeJSON(w, http.StatusConflict, map[string]any{"code": "locked", "locks": []any{lock("r-1002", "u-grace", "Grace Hopper", time.Minute)}})
+				return
+			}
+			for _, row := range demoRows {
+				if row["uid"] == uid {
+					done := maps.Clone(row)
+					done["status"], done["decidedBy"], done["version"] = "approved", map[string]any{"oid": "u-ada", "name": "Ada Lovelace"}, 2
+					rows = append(rows, done)
+				}
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"rows": rows})
 	})
 }
 

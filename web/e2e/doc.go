@@ -1,10 +1,14 @@
 // Package e2e holds lockhub's end-to-end tests: the browser client (web/static/lockhub.js
 // and its modules in web/static/lockhub/) and the demo page (web/demo/static) driven in
 // a real headless Chromium through chromedp, against a fake hub written with
-// github.com/coder/websocket (client_test.go, demopage_test.go, presence_client_test.go)
-// and against the real lockhub binary with a real redis-server (story_test.go, the
-// eight scenarios of issue 5; presence_story_test.go, three people on one request of
-// issue 12).
+// github.com/coder/websocket (client_test.go, demopage_test.go, presence_client_test.go,
+// line_client_test.go: the waiting line, a pending release, German messages, the grid's
+// bulk approve) and against the real lockhub binary with a real redis-server
+// (story_test.go, the eight scenarios of issue 5; presence_story_test.go, three people on
+// one request of issue 12; react_test.go, the React example of the client's npm package,
+// bundled by esbuild from the package's dev dependencies, which it installs with npm ci
+// when they are missing). The client's core has its own unit tests under Node
+// (web/static/lockhub/test, make client-test).
 //
 // The fake hub serves every page under a strict Content-Security-Policy (strictCSP:
 // no 'unsafe-inline'), and the client tests fail on any violation the tab reports;

@@ -60,7 +60,7 @@ func TestPresenceStory(t *testing.T) {
 		click(t, pGrace, "open-r-1001")
 		waitFor(t, pGrace, "Grace blocked by Ada", formState("locked"), 5*time.Second, formDiag)
 		lists(t, pGrace, "Ada Lovelace is editing")
-		d := lists(t, pAda, "Grace Hopper is waiting")
+		d := lists(t, pAda, "Grace Hopper is waiting (1st)")
 		t.Logf("Ada's form listed Grace %v after Grace's form was blocked", d.Round(time.Millisecond))
 		if got := eval[string](t, pGrace, sel("lock-nudge")+`.textContent`); got != "Ask Ada Lovelace to finish" {
 			t.Errorf("Grace's button says %q", got)
@@ -77,9 +77,9 @@ func TestPresenceStory(t *testing.T) {
 		click(t, pEdsger, "open-r-1001")
 		waitFor(t, pEdsger, "Edsger blocked by Ada", formState("locked"), 5*time.Second, formDiag)
 		// Ordered by since: who came first is listed first.
-		lists(t, pEdsger, "Ada Lovelace is editing", "Grace Hopper is waiting")
-		lists(t, pAda, "Grace Hopper is waiting", "Edsger Dijkstra is waiting")
-		lists(t, pGrace, "Ada Lovelace is editing", "Edsger Dijkstra is waiting")
+		lists(t, pEdsger, "Ada Lovelace is editing", "Grace Hopper is waiting (1st)")
+		lists(t, pAda, "Grace Hopper is waiting (1st)", "Edsger Dijkstra is waiting (2nd)")
+		lists(t, pGrace, "Ada Lovelace is editing", "Edsger Dijkstra is waiting (2nd)")
 		for _, p := range []*tab{pAda, pGrace, pEdsger} {
 			if n := eval[int](t, p, `document.querySelectorAll('[data-testid="lock-viewers"] li[data-oid="'+lockhubDemo.user.oid+'"]').length`); n != 0 {
 				t.Errorf("%s's form lists %s", p.name, p.name)
@@ -103,7 +103,7 @@ func TestPresenceStory(t *testing.T) {
 			t.Errorf("Ada's notice %q", notice)
 		}
 		// Ada also still sees who is waiting.
-		lists(t, pAda, "Grace Hopper is waiting", "Edsger Dijkstra is waiting")
+		lists(t, pAda, "Grace Hopper is waiting (1st)", "Edsger Dijkstra is waiting (2nd)")
 		// Only the holder is nudged.
 		for _, p := range []*tab{pGrace, pEdsger} {
 			if !eval[bool](t, p, sel("lock-nudged")+`.hidden && lockhubDemo.current.nudges.length === 0`) {
@@ -121,7 +121,7 @@ func TestPresenceStory(t *testing.T) {
 		// A second nudge would carry its own time. A frame to Ada after the refused ask
 		// (the presence of Edsger leaving, below) shows that nothing reached her before it.
 		click(t, pEdsger, "close-form")
-		lists(t, pAda, "Grace Hopper is waiting")
+		lists(t, pAda, "Grace Hopper is waiting (1st)")
 		if got := eval[string](t, pAda, `lockhubDemo.current.nudges.map((n) => n.from.oid + '@' + n.at).join()`); got != firstAsk {
 			t.Errorf("Ada's nudges after the refused ask: %s; want only the first, %s", got, firstAsk)
 		}
@@ -131,16 +131,16 @@ func TestPresenceStory(t *testing.T) {
 	step("6_EdsgerClosesTheForm_GoneAtOnce", func(t *testing.T) {
 		// He closed it in the last step: unview, so gone without waiting for the grace.
 		lists(t, pGrace, "Ada Lovelace is editing")
-		lists(t, pAda, "Grace Hopper is waiting")
+		lists(t, pAda, "Grace Hopper is waiting (1st)")
 	})
 
 	step("7_EdsgerClosesTheTab_GoneAfterTheGrace", func(t *testing.T) {
 		click(t, pEdsger, "open-r-1001")
-		lists(t, pAda, "Grace Hopper is waiting", "Edsger Dijkstra is waiting")
-		lists(t, pGrace, "Ada Lovelace is editing", "Edsger Dijkstra is waiting")
+		lists(t, pAda, "Grace Hopper is waiting (1st)", "Edsger Dijkstra is waiting (2nd)")
+		lists(t, pGrace, "Ada Lovelace is editing", "Edsger Dijkstra is waiting (2nd)")
 		start := time.Now()
 		pEdsger.close()
-		waitFor(t, pAda, "Edsger gone from Ada's list", othersAre("Grace Hopper is waiting"), presenceGrace+presenceWithin, demoPresenceDiag)
+		waitFor(t, pAda, "Edsger gone from Ada's list", othersAre("Grace Hopper is waiting (1st)"), presenceGrace+presenceWithin, demoPresenceDiag)
 		d := time.Since(start)
 		t.Logf("Edsger left Ada's list %v after his tab closed (release grace %v)", d.Round(time.Millisecond), presenceGrace)
 		if d < presenceGrace-200*time.Millisecond {
@@ -162,7 +162,7 @@ func TestPresenceStory(t *testing.T) {
 		click(t, pAda, "open-r-1001")
 		waitFor(t, pAda, "Ada blocked by Grace", formState("locked"), 5*time.Second, formDiag)
 		lists(t, pAda, "Grace Hopper is editing")
-		lists(t, pGrace, "Ada Lovelace is waiting")
+		lists(t, pGrace, "Ada Lovelace is waiting (1st)")
 		if !eval[bool](t, pAda, sel("lock-nudged")+`.hidden && `+sel("lock-nudge")+`.textContent === 'Ask Grace Hopper to finish'`) {
 			t.Errorf("Ada's form after the roles turned: %s", eval[string](t, pAda, `JSON.stringify(`+demoPresenceDiag+`)`))
 		}
@@ -179,7 +179,7 @@ func TestPresenceStory(t *testing.T) {
 		}
 		// Only views made again on the new sockets bring presence back.
 		waitFor(t, pGrace, "Grace holds it still", formState("held"), 5*time.Second, formDiag)
-		lists(t, pGrace, "Ada Lovelace is waiting")
+		lists(t, pGrace, "Ada Lovelace is waiting (1st)")
 		lists(t, pAda, "Grace Hopper is editing")
 		saveShot(t, "presence-04-hub-restarted-lists-back", pAda, pGrace)
 	})

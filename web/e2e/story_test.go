@@ -78,7 +78,7 @@ func TestStory(t *testing.T) {
 		click(t, pGrace, "open-r-1001")
 		waitFor(t, pGrace, "Grace's form blocked by Ada", formState("locked")+` && `+sel("form-body")+`.inert`, 5*time.Second, formDiag)
 		banner := eval[string](t, pGrace, sel("lock-banner-text")+`.textContent`)
-		if !regexp.MustCompile(`^Locked by Ada Lovelace since \d\d:\d\d \(until \d\d:\d\d\)$`).MatchString(banner) {
+		if !regexp.MustCompile(`^Locked by Ada Lovelace since \d\d:\d\d \(until \d\d:\d\d\) · you are next$`).MatchString(banner) {
 			t.Errorf("banner %q", banner)
 		}
 		if !eval[bool](t, pGrace, `!`+sel("lock-banner")+`.hidden && `+sel("lock-banner")+`.getBoundingClientRect().height > 0`) {

@@ -45,6 +45,13 @@
  * or styles the same classes itself. (The `styles` option of earlier versions, which
  * injected a `<style>` element, is gone; it is ignored when given.)
  *
+ * Entry points (the exports map of lockhub/package.json, `@lockhub/client`):
+ *
+ * - `lockhub/core.js`: the headless core, no DOM (also under Node).
+ * - `lockhub/dom.js`: the widgets, and a `connect` whose client makes them; this file
+ *   re-exports it.
+ * - `lockhub/react.js`: React hooks over the core.
+ *
  * Modules, each importable on its own:
  *
  * - `lockhub/connection.js`: {@link LockClient} and {@link connect}: the socket,
@@ -56,6 +63,10 @@
  * - `lockhub/presence.js`: the entities the client views and who else views each,
  *   PROTOCOL.md §9 (internal; its {@link View} is what {@link LockClient#view} returns).
  * - `lockhub/heartbeat.js`: the liveness check of a socket (internal).
+ * - `lockhub/requests.js`, `lockhub/refresh.js`, `lockhub/lifecycle.js`: requests matched
+ *   to answers by id, the token's in-band refresh, the page's lifecycle (internal).
+ * - `lockhub/clock.js`, `lockhub/audit.js`, `lockhub/messages.js`: the injectable clock,
+ *   the audit trail over HTTP, every text a widget shows.
  * - `lockhub/form.js`: {@link LockForm}. `lockhub/grid.js`: {@link LockGrid}.
  * - `lockhub/console.js`: {@link LockConsole}, the lock console of an administrator
  *   (`client.lockConsole(element)`): every live lock of the tenant, Force release, an
@@ -68,14 +79,9 @@
  * @module lockhub
  */
 
-export { SUBPROTOCOL, CloseCode, LockhubError } from './lockhub/protocol.js';
-export { backoffDelay } from './lockhub/backoff.js';
-export { jwtExpiry } from './lockhub/token.js';
-export { parseTime, formatClock, formatRemaining, lockedByText, activityOf, viewerText, nudgeText, cleanName, holderNameOf, MAX_NAME_LENGTH } from './lockhub/format.js';
-export { LockClient, connect } from './lockhub/connection.js';
-export { LockForm } from './lockhub/form.js';
-export { LockGrid } from './lockhub/grid.js';
-export { LockConsole } from './lockhub/console.js';
+// The whole client: the headless core (lockhub/core.js) and the DOM widgets
+// (lockhub/dom.js), whose connect makes a client with lockForm, lockGrid and lockConsole.
+export * from './lockhub/dom.js';
 
 // The types of the public API, so that `import('/static/lockhub.js').Lock` and the like
 // keep naming them.
@@ -90,6 +96,10 @@ export { LockConsole } from './lockhub/console.js';
 /** @typedef {import('./lockhub/connection.js').ConnectionStateName} ConnectionStateName */
 /** @typedef {import('./lockhub/watches.js').Watch} Watch */
 /** @typedef {import('./lockhub/form.js').LockFormOptions} LockFormOptions */
+/** @typedef {import('./lockhub/holds.js').Hold} Hold */
+/** @typedef {import('./lockhub/holds.js').HoldState} HoldState */
+/** @typedef {import('./lockhub/messages.js').Messages} Messages */
+/** @typedef {import('./lockhub/protocol.js').Intent} Intent */
 /** @typedef {import('./lockhub/form.js').FormState} FormState */
 /** @typedef {import('./lockhub/grid.js').LockGridOptions} LockGridOptions */
 /** @typedef {import('./lockhub/protocol.js').Viewer} Viewer */
@@ -100,5 +110,5 @@ export { LockConsole } from './lockhub/console.js';
 /** @typedef {import('./lockhub/form.js').OtherViewer} OtherViewer */
 /** @typedef {import('./lockhub/form.js').NudgeOutcome} NudgeOutcome */
 /** @typedef {import('./lockhub/console.js').LockConsoleOptions} LockConsoleOptions */
-/** @typedef {import('./lockhub/console.js').AuditEntry} AuditEntry */
-/** @typedef {import('./lockhub/console.js').AuditPage} AuditPage */
+/** @typedef {import('./lockhub/audit.js').AuditEntry} AuditEntry */
+/** @typedef {import('./lockhub/audit.js').AuditPage} AuditPage */

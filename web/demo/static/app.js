@@ -19,7 +19,7 @@
  * - the lock console (client.lockConsole), for a person with the admin role;
  * - text.js and dom.js: what the page says, and finding its elements.
  */
-import { connect } from '/static/lockhub.js';
+import { connect, de } from '/static/lockhub.js';
 import { ConnIndicator } from './conn.js';
 import { DetailView } from './detail.js';
 import { byId } from './dom.js';
@@ -31,6 +31,15 @@ import { setUpPicker, showSignin, userFrom } from './users.js';
 
 const params = new URLSearchParams(location.search);
 const user = userFrom(params);
+// The language of lockhub's widgets (banner, presence, grid column, console): the
+// client's messages option; the demo's own texts stay English.
+const lang = params.get('lang') === 'de' ? 'de' : 'en';
+const langPicker = /** @type {HTMLSelectElement} */ (byId('lang-picker'));
+langPicker.value = lang;
+langPicker.addEventListener('change', () => {
+  params.set('lang', langPicker.value);
+  location.search = params.toString();
+});
 const conn = new ConnIndicator();
 
 setUpPicker(/** @type {HTMLSelectElement} */ (byId('user-picker')), user);
@@ -52,6 +61,7 @@ function start(me, open) {
   const client = connect({
     getToken: (why) => session.getToken(why),
     onState: (s) => conn.show(s),
+    messages: lang === 'de' ? de : undefined,
   });
   const grid = new GridView(client, session, me);
   const detail = new DetailView(client, session, grid);

@@ -2,8 +2,11 @@
 /**
  * The grid of approval requests: GET /api/approval-requests in a table, with lockhub's
  * live "Locked by" column (lockGrid), rows fetched again when a lock ends (someone may
- * have decided), and the notice above it.
+ * have decided), and the notice above it. Row checkboxes and "Approve selected" call
+ * the demo's bulk approve (PROTOCOL.md §12), which locks every row it approves, all or
+ * none, and names who holds the rows it could not take.
  */
+import { cleanName } from '/static/lockhub.js';
 import { byId } from './dom.js';
 import { TYPE } from './session.js';
 import { errorText, money } from './text.js';
@@ -29,6 +32,11 @@ export class GridView {
   #notice = byId('grid-notice');
   #table = /** @type {HTMLTableElement} */ (byId('grid'));
   #body = /** @type {HTMLTableSectionElement} */ (byId('grid-body'));
+  #approveSelected = /** @type {HTMLButtonElement} */ (byId('approve-selected'));
+  #selectAll = /** @type {HTMLInputElement} */ (byId('select-all'));
+  /** The uids checked for a bulk approve. @type {Set<string>} */
+  selected = new Set();
+  #approving = false;
   /** @type {Session} */
   #session;
   /** The uid open in the detail form, if any. @type {string|null} */
@@ -64,10 +72,62 @@ export class GridView {
     });
     this.#body.addEventListener('click', (ev) => {
       const target = /** @type {HTMLElement} */ (ev.target);
+      if (target.closest('.col-pick')) return; // a checkbox, not an open
       const tr = target.closest('tr[data-uid]');
       if (tr instanceof HTMLTableRowElement && tr.dataset.uid) this.onOpen(tr.dataset.uid);
     });
+    this.#body.addEventListener('change', (ev) => {
+      const box = ev.target;
+      if (!(box instanceof HTMLInputElement) || !box.dataset.pick) return;
+      if (box.checked) this.selected.add(box.dataset.pick);
+      else this.selected.delete(box.dataset.pick);
+      this.#updateSelection();
+    });
+    this.#selectAll.addEventListener('change', () => {
+      this.selected.clear();
+      if (this.#selectAll.checked) for (const r of this.rows.values()) if (r.status === 'pending') this.selected.add(r.uid);
+      for (const box of this.#body.querySelectorAll('input[data-pick]')) {
+        if (box instanceof HTMLInputElement) box.checked = this.selected.has(box.dataset.pick || '');
+      }
+      this.#updateSelection();
+    });
+    this.#approveSelected.addEventListener('click', () => void this.approveSelected());
     byId('reload').addEventListener('click', () => void this.load());
+  }
+
+  /**
+   * Approves every selected request at once (POST /api/approval-requests/approve): the
+   * demo claims them all, approves each one still pending and releases them, or
+   * changes nothing when someone else holds any of them (409, naming who).
+   */
+  async approveSelected() {
+    const uids = [...this.selected];
+    if (uids.length === 0 || this.#approving) return;
+    this.#approving = true;
+    this.#updateSelection();
+    const res = await this.#session.api('POST', '/api/approval-requests/approve', { uids });
+    this.#approving = false;
+    if (res.ok) {
+      /** @type {Row[]} */
+      const rows = (res.data && res.data.rows) || [];
+      for (const r of rows) this.update(r);
+      this.selected.clear();
+      this.#selectAll.checked = false;
+      this.notice(rows.length === 1 ? 'Approved 1 request.' : `Approved ${rows.length} requests.`, 'success');
+    } else if (res.status === 409 && res.data && res.data.code === 'locked' && Array.isArray(res.data.locks)) {
+      this.notice(`Nothing was approved: ${lockedText(res.data.locks)}.`, 'error');
+    } else {
+      this.notice(`Nothing was approved: ${errorText(res)}`, 'error');
+    }
+    this.#updateSelection();
+  }
+
+  #updateSelection() {
+    for (const uid of [...this.selected]) if (this.rows.get(uid)?.status !== 'pending') this.selected.delete(uid);
+    const n = this.selected.size;
+    this.#approveSelected.disabled = n === 0 || this.#approving;
+    this.#approveSelected.textContent = n === 0 ? 'Approve selected' : `Approve selected (${n})`;
+    this.#approveSelected.setAttribute('aria-busy', String(this.#approving));
   }
 
   /** Fetches every row and redraws the table. */
@@ -87,6 +147,7 @@ export class GridView {
     this.rows.clear();
     for (const r of list) this.rows.set(r.uid, r);
     this.#body.replaceChildren(...list.map((r) => this.#rowElement(r)));
+    this.#updateSelection();
     this.#table.dataset.loaded = 'true';
   }
 
@@ -99,6 +160,7 @@ export class GridView {
     const old = this.#body.querySelector(`tr[data-uid="${CSS.escape(r.uid)}"]`);
     const fresh = this.#rowElement(r);
     if (old) old.replaceWith(fresh);
+    this.#updateSelection();
     this.onRowUpdated(r);
   }
 
@@ -153,8 +215,16 @@ export class GridView {
     open.dataset.testid = `open-${r.uid}`;
     open.textContent = r.uid;
     open.setAttribute('aria-label', `Open ${r.uid}: ${r.title}`);
+    const pick = document.createElement('input');
+    pick.type = 'checkbox';
+    pick.dataset.pick = r.uid;
+    pick.dataset.testid = `pick-${r.uid}`;
+    pick.checked = this.selected.has(r.uid);
+    pick.disabled = r.status !== 'pending';
+    pick.setAttribute('aria-label', `Select ${r.uid}`);
     /** @type {Array<[Node, string]>} */
     const cells = [
+      [pick, 'col-pick'],
       [open, 'col-uid'],
       [text(r.title), 'col-title'],
       [text(r.requester), 'col-requester'],
@@ -167,9 +237,17 @@ export class GridView {
       td.append(c);
       tr.append(td);
     }
-    tr.cells[1].title = r.title;
+    tr.cells[2].title = r.title;
     return tr;
   }
+}
+
+/**
+ * Who holds the rows a bulk approve could not take: "r-1001 is locked by Ada Lovelace".
+ * @param {Array<{entityUid: string, holderName?: string, holderOid?: string}>} locks
+ */
+function lockedText(locks) {
+  return locks.map((l) => `${l.entityUid} is locked by ${cleanName(l.holderName, l.holderOid || '')}`).join(', ');
 }
 
 /** @param {string} s @param {string} [cls] */

@@ -68,6 +68,8 @@ export function setUpPicker(picker, user) {
   picker.addEventListener('change', () => {
     const next = new URLSearchParams();
     if (picker.value) next.set('user', picker.value);
+    const lang = new URLSearchParams(location.search).get('lang');
+    if (lang) next.set('lang', lang);
     location.search = next.toString();
   });
 }

@@ -32,6 +32,7 @@ window.start = (opts = {}) => {
     idlePingMs: opts.idlePingMs,
     pongTimeoutMs: opts.pongTimeoutMs,
     onError: (e) => window.errors.push(String(e)),
+    messages: opts.messages,
   });
   return true;
 };

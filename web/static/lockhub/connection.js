@@ -7,22 +7,30 @@
  * answering (a {@link Heartbeat} per socket), reconnects with backoff, and matches
  * answers to requests by id. The live map of each watched type it leaves to its
  * {@link Watches}, what it wants to hold to its {@link Holds}; it feeds both the
- * welcome, snapshots, lock events and the ticks of its timer.
+ * welcome, snapshots, lock events and the ticks of its timer; requests in flight to its
+ * {@link Requests}.
+ *
+ * Headless: nothing here touches the DOM (the widgets are in `dom.js`, over the public
+ * API only). The clock, the timers, the socket and `fetch` are injectable
+ * ({@link ConnectOptions}), so the client runs under Node with a fake socket and a
+ * fake clock. It listens to `pagehide`, `pageshow` and `online` when there is a
+ * `window`.
  *
  * @module lockhub/connection
  */
 
+import { fetchAudit } from './audit.js';
 import { backoffDelay } from './backoff.js';
 import { safeCall } from './callback.js';
-import { LockConsole } from './console.js';
-import { LockForm } from './form.js';
+import { systemClock } from './clock.js';
 import { parseTime } from './format.js';
-import { LockGrid } from './grid.js';
 import { Heartbeat } from './heartbeat.js';
 import { Holds } from './holds.js';
+import { listenToPage } from './lifecycle.js';
 import { Views } from './presence.js';
 import { CloseCode, LockhubError, SUBPROTOCOL } from './protocol.js';
-import { jwtExpiry } from './token.js';
+import { TokenRefresh } from './refresh.js';
+import { Requests } from './requests.js';
 import { Watches } from './watches.js';
 
 /** @typedef {import('./protocol.js').Lock} Lock */
@@ -31,15 +39,30 @@ import { Watches } from './watches.js';
 /** @typedef {import('./protocol.js').Result} Result */
 /** @typedef {import('./protocol.js').Change} Change */
 /** @typedef {import('./protocol.js').LockEvent} LockEvent */
-/** @typedef {import('./holds.js').Entry} Entry */
 /** @typedef {import('./holds.js').Hold} Hold */
+/** @typedef {import('./holds.js').HoldState} HoldState */
 /** @typedef {import('./watches.js').Watch} Watch */
 /** @typedef {import('./presence.js').View} View */
 /** @typedef {import('./presence.js').ViewListener} ViewListener */
-/** @typedef {import('./form.js').LockFormOptions} LockFormOptions */
-/** @typedef {import('./grid.js').LockGridOptions} LockGridOptions */
-/** @typedef {import('./console.js').LockConsoleOptions} LockConsoleOptions */
-/** @typedef {import('./console.js').AuditPage} AuditPage */
+/** @typedef {import('./audit.js').AuditPage} AuditPage */
+/** @typedef {import('./audit.js').AuditQuery} AuditQuery */
+/** @typedef {import('./clock.js').Clock} Clock */
+/** @typedef {import('./clock.js').TimerHandle} TimerHandle */
+
+/**
+ * The part of a WebSocket the client uses: a browser's `WebSocket`, or a test's fake.
+ * @typedef {object} SocketLike
+ * @property {number} readyState  1 when open (WebSocket.OPEN)
+ * @property {(data: string) => void} send
+ * @property {(code?: number, reason?: string) => void} close
+ * @property {((ev: any) => void)|null} onopen
+ * @property {((ev: {data: unknown}) => void)|null} onmessage
+ * @property {((ev: {code: number, reason: string}) => void)|null} onclose
+ * @property {((ev: any) => void)|null} onerror
+ */
+
+/** WebSocket.OPEN, which a fake socket and Node without WebSocket do not define. */
+const OPEN = 1;
 
 /**
  * @typedef {'connecting'|'open'|'reconnecting'|'closed'|'forbidden'} ConnectionStateName
@@ -84,6 +107,12 @@ import { Watches } from './watches.js';
  *   drop) when no frame at all arrives this long after a `ping`, or after the first `auth`.
  *   Default 10000: a half-open connection is found within about 35 s.
  * @property {(err: unknown) => void} [onError] errors not tied to a request (logged by default)
+ * @property {Clock} [clock] the clock and timers. Default: the page's (`Date.now`,
+ *   `setTimeout`, ...); a test passes a fake one and drives time.
+ * @property {(url: string, protocol: string) => SocketLike} [createSocket] makes the
+ *   socket. Default: `new WebSocket(url, protocol)`.
+ * @property {typeof fetch} [fetch] what {@link LockClient#audit} fetches with. Default:
+ *   the global `fetch`.
  */
 
 /**
@@ -94,22 +123,14 @@ import { Watches } from './watches.js';
  */
 
 /**
- * @typedef {object} Pending
- * @property {Record<string, unknown>} frame
- * @property {(r: any) => void} resolve
- * @property {(e: unknown) => void} reject
- * @property {boolean} resend   send again after a reconnect instead of failing
- * @property {boolean} sent
- * @property {ReturnType<typeof setTimeout>|undefined} timer
- */
-
-/**
  * A connection to the hub. Create it with {@link connect}.
  */
 export class LockClient {
-  /** @type {Required<Omit<ConnectOptions, 'onState'|'url'>> & {url: string}} */
+  /** @type {Required<Omit<ConnectOptions, 'onState'>>} */
   #o;
-  /** @type {WebSocket|null} */
+  /** @type {Clock} */
+  #clock;
+  /** @type {SocketLike|null} */
   #ws = null;
   /** @type {Heartbeat|null} the liveness check of #ws */
   #heartbeat = null;
@@ -123,9 +144,8 @@ export class LockClient {
   /** @type {Welcome|null} */
   #welcome = null;
   #skew = 0; // server clock minus client clock, ms
-  #nextId = 1;
-  /** @type {Map<string, Pending>} */
-  #pending = new Map();
+  /** @type {Requests} */
+  #requests;
   /** @type {Watches} the watched types and their live maps */
   #watches;
   /** @type {Holds} the locks this client wants to hold */
@@ -144,11 +164,13 @@ export class LockClient {
   #tokenForced = false; // the current socket's token was asked for after a 4401
   #closed = false;
   #suspended = false; // the page is in the back/forward cache
-  /** @type {ReturnType<typeof setTimeout>|undefined} */
+  /** @type {TimerHandle|undefined} */
   #reconnectTimer;
-  /** @type {ReturnType<typeof setTimeout>|undefined} */
-  #refreshTimer;
-  /** @type {ReturnType<typeof setInterval>|undefined} */
+  /** @type {TokenRefresh} */
+  #refresh;
+  /** @type {() => void} stops listening to the page's lifecycle */
+  #unlisten;
+  /** @type {TimerHandle|undefined} */
   #ticker;
   /** @type {(w: Welcome) => void} */
   #resolveReady = () => {};
@@ -160,8 +182,13 @@ export class LockClient {
     if (!opts || typeof opts.getToken !== 'function') {
       throw new TypeError('lockhub: connect needs a getToken function');
     }
+    const clock = opts.clock || systemClock;
+    this.#clock = clock;
     this.#o = {
       url: opts.url || defaultURL(),
+      clock,
+      createSocket: opts.createSocket || ((url, protocol) => /** @type {SocketLike} */ (/** @type {unknown} */ (new WebSocket(url, protocol)))),
+      fetch: opts.fetch || ((input, init) => globalThis.fetch(input, init)),
       getToken: opts.getToken,
       backoffBaseMs: opts.backoffBaseMs ?? 500,
       backoffMaxMs: opts.backoffMaxMs ?? 10000,
@@ -173,6 +200,17 @@ export class LockClient {
       pongTimeoutMs: opts.pongTimeoutMs ?? 10000,
       onError: opts.onError ?? ((err) => console.warn('lockhub:', err)),
     };
+    this.#requests = new Requests({
+      clock,
+      timeoutMs: this.#o.requestTimeoutMs,
+      sending: () => this.#sending,
+      send: (frame) => {
+        const ws = this.#ws;
+        if (!ws || ws.readyState !== OPEN) return false;
+        ws.send(JSON.stringify(frame));
+        return true;
+      },
+    });
     this.#watches = new Watches({
       request: (frame) => this.#request(frame, false),
       sending: () => this.#sending,
@@ -187,6 +225,8 @@ export class LockClient {
       closed: () => this.#closed,
       welcome: () => this.#welcome,
       now: () => this.now(),
+      local: () => this.#clock.now(),
+      standing: (type, uid) => this.#views.standing(type, uid),
       skew: () => this.#skew,
       onError: (err) => this.#o.onError(err),
       unknownRetryMs: this.#o.unknownRetryMs,
@@ -194,6 +234,7 @@ export class LockClient {
     this.#views = new Views({
       request: (frame) => this.#request(frame, false),
       authed: () => this.#authed,
+      me: () => this.#welcome?.holder?.oid,
       onError: (err) => this.#o.onError(err),
     });
     /** @type {Promise<Welcome>} */
@@ -204,12 +245,21 @@ export class LockClient {
       this.#stateListeners.add(opts.onState);
       safeCall(opts.onState, this.state);
     }
-    if (typeof window !== 'undefined') {
-      window.addEventListener('pagehide', this.#onPageHide);
-      window.addEventListener('pageshow', this.#onPageShow);
-      window.addEventListener('online', this.#onOnline);
-    }
-    this.#ticker = setInterval(() => this.#tick(), 500);
+    this.#refresh = new TokenRefresh({
+      clock,
+      beforeMs: this.#o.refreshBeforeMs,
+      now: () => this.now(),
+      getToken: () => this.#o.getToken({ reason: 'refresh', rejected: false }),
+      request: (frame) => this.#request(frame, false),
+      socket: () => this.#ws,
+      live: () => this.#authed && !this.#closed,
+      refreshed: (token) => {
+        this.#token = token;
+      },
+      onError: (err) => this.#o.onError(err),
+    });
+    this.#unlisten = listenToPage({ hide: this.#onPageHide, show: this.#onPageShow, online: this.#onOnline });
+    this.#ticker = clock.setInterval(() => this.#tick(), 500);
     void this.#open();
   }
 
@@ -237,7 +287,7 @@ export class LockClient {
 
   /** The client's estimate of the server's clock, in Unix ms. */
   now() {
-    return Date.now() + this.#skew;
+    return this.#clock.now() + this.#skew;
   }
 
   /**
@@ -302,6 +352,68 @@ export class LockClient {
    */
   release(type, uid) {
     return this.#holds.release(type, uid);
+  }
+
+  /**
+   * Claims every entity of uids, all or none (PROTOCOL.md §12: 1 to 100 distinct uids
+   * of one type). Resolves with the hub's result: `acquired` with the caller's `locks`
+   * in the order asked (they are then held, as after {@link LockClient#claim}), or
+   * `locked` with the `locks` others hold (nothing was claimed), or `unknown` (the
+   * hub's Redis is down: fail open). Rejects with a {@link LockhubError}
+   * (`bad_request`, `too_many_locks`, ...); a list that is not one throws a TypeError.
+   * @param {string} type
+   * @param {string[]} uids
+   * @returns {Promise<Result>}
+   */
+  claimMany(type, uids) {
+    return this.#holds.many('claimMany', type, uids);
+  }
+
+  /**
+   * Releases every entity of uids the caller holds (PROTOCOL.md §12); resolves with
+   * `released` and the `count` released.
+   * @param {string} type
+   * @param {string[]} uids
+   * @returns {Promise<Result>}
+   */
+  releaseMany(type, uids) {
+    return this.#holds.many('releaseMany', type, uids);
+  }
+
+  /**
+   * Wants a lock until the handle's drop: claims it, claims it again when it becomes
+   * free (or takes the hub's hand-off when this person waits in line, PROTOCOL.md §11),
+   * renews it, and calls onChange with every change of its state. What a form holds
+   * with; a page or a framework binding uses it for the same. Pair it with a
+   * {@link LockClient#view} with intent `edit` to wait in line.
+   * @param {string} type
+   * @param {string} uid
+   * @param {(s: HoldState) => void} [onChange]
+   * @returns {Hold}
+   */
+  hold(type, uid, onChange = () => {}) {
+    return this.#holds.hold(type, uid, onChange);
+  }
+
+  /**
+   * Every live lock of the tenant (PROTOCOL.md §10, the admin role): the lock console's
+   * data. Rejects with a {@link LockhubError} `forbidden` without the role.
+   * @returns {Promise<Lock[]>}
+   */
+  async adminLocks() {
+    const r = await this.#request({ type: 'adminLocks' }, false);
+    return r.locks || [];
+  }
+
+  /**
+   * Releases someone's lock as an administrator (PROTOCOL.md §10): `released` with the
+   * lock, or `notHeld`. Watchers see `Released` with `by`.
+   * @param {string} type
+   * @param {string} uid
+   * @returns {Promise<Result>}
+   */
+  forceRelease(type, uid) {
+    return this.#request({ type: 'forceRelease', entityType: type, entityUid: uid }, false);
   }
 
   /** The caller's live locks, from the hub. @returns {Promise<Lock[]>} */
@@ -393,76 +505,16 @@ export class LockClient {
     this.#setState({ state: 'closed', attempt: 0 });
   }
 
-  // ------------------------------------------------------------------ form and grid
-
-  /**
-   * Locks a detail form while it is open. See {@link LockForm}.
-   * @param {HTMLElement} element  the form (or its container)
-   * @param {string} type
-   * @param {string} uid
-   * @param {LockFormOptions} [options]
-   * @returns {LockForm}
-   */
-  lockForm(element, type, uid, options = {}) {
-    return new LockForm(this, element, type, uid, options);
-  }
-
-  /**
-   * Shows the locks of a type in a table. See {@link LockGrid}.
-   * @param {HTMLTableElement} table
-   * @param {string} type
-   * @param {string|((row: HTMLTableRowElement) => string|null|undefined)} rowUid
-   *   the row attribute holding the entity uid (e.g. `data-uid`), or a function of the row
-   * @param {LockGridOptions} [options]
-   * @returns {LockGrid}
-   */
-  lockGrid(table, type, rowUid, options = {}) {
-    return new LockGrid(this, table, type, rowUid, options);
-  }
-
-  /**
-   * Shows the lock console of the tenant (PROTOCOL.md §10, the admin role). See
-   * {@link LockConsole}.
-   * @param {HTMLElement} element
-   * @param {LockConsoleOptions} [options]
-   * @returns {LockConsole}
-   */
-  lockConsole(element, options = {}) {
-    return new LockConsole(this, element, options);
-  }
-
   /**
    * Reads the tenant's audit trail (GET /api/admin/audit of the hub's origin, with the
    * token of the socket; the admin role), newest first. Rejects with a
    * {@link LockhubError} carrying the answer's code (`forbidden`, `bad_request`, ...).
-   * @param {{entityType?: string, entityUid?: string, before?: string|null, limit?: number}} [query]
+   * @param {AuditQuery} [query]
    * @returns {Promise<AuditPage>}
    */
   async audit(query = {}) {
-    const u = new URL('/api/admin/audit', this.#o.url.replace(/^ws/, 'http'));
-    for (const [k, v] of Object.entries(query)) {
-      if (v !== undefined && v !== null && v !== '') u.searchParams.set(k, String(v));
-    }
     const token = this.#token || (await this.#o.getToken({ reason: 'connect', rejected: false }));
-    const res = await fetch(u, { headers: { Authorization: `Bearer ${token}` }, cache: 'no-store' });
-    const body = await res.json().catch(() => ({}));
-    if (!res.ok) throw new LockhubError(body.code || `http_${res.status}`, body.message || res.statusText);
-    return body;
-  }
-
-  // ------------------------------------------------------------------ holds (internal API of LockForm)
-
-  /**
-   * Wants a lock until the returned drop is called: claims it, claims it again
-   * when it becomes free (auto), and reports every change of its state to fn.
-   * @param {string} type
-   * @param {string} uid
-   * @param {(e: Entry) => void} fn
-   * @returns {Hold}
-   * @ignore
-   */
-  _hold(type, uid, fn) {
-    return this.#holds.hold(type, uid, fn);
+    return fetchAudit(this.#o.url, token, query, this.#o.fetch);
   }
 
   // ------------------------------------------------------------------ connection
@@ -488,7 +540,7 @@ export class LockClient {
     if (this.#closed || this.#suspended) return;
     let ws;
     try {
-      ws = new WebSocket(this.#o.url, SUBPROTOCOL);
+      ws = this.#o.createSocket(this.#o.url, SUBPROTOCOL);
     } catch (err) {
       this.#o.onError(err);
       this.#scheduleReconnect(0, 'bad url');
@@ -499,6 +551,7 @@ export class LockClient {
     this.#sending = false;
     this.#token = token;
     const heartbeat = new Heartbeat({
+      clock: this.#clock,
       idleMs: this.#o.idlePingMs,
       answerMs: this.#o.pongTimeoutMs,
       // An old hub answers a ping with bad_request: an answer all the same.
@@ -548,7 +601,7 @@ export class LockClient {
     }
     if (!now) this.#attempt++;
     this.#setState({ state: 'reconnecting', attempt: this.#attempt, retryInMs: delay, code, reason });
-    this.#reconnectTimer = setTimeout(() => void this.#open(), delay);
+    this.#reconnectTimer = this.#clock.setTimeout(() => void this.#open(), delay);
   }
 
   /**
@@ -577,21 +630,10 @@ export class LockClient {
     const wasAuthed = this.#authed;
     this.#authed = false;
     this.#sending = false;
-    clearTimeout(this.#refreshTimer);
+    this.#refresh.stop();
     this.#watches.disconnected();
     this.#views.disconnected();
-    // Requests in flight: those that mean the same after a reconnect are sent again
-    // (claim, renew, release, takeover, mine); the rest fail.
-    for (const [id, p] of this.#pending) {
-      clearTimeout(p.timer);
-      p.timer = undefined;
-      if (p.resend) {
-        p.sent = false;
-      } else {
-        this.#pending.delete(id);
-        p.reject(new LockhubError('disconnected', 'lockhub: connection lost'));
-      }
-    }
+    this.#requests.disconnected();
     // 4401: the token expired or the hub does not know its key (a development hub
     // restarted). The hub is there: retry at once with a fresh token, and back off only
     // when a fresh token is refused too.
@@ -654,23 +696,15 @@ export class LockClient {
           this.#watches.snapshot(f.entityType, f.locks || []);
           return;
         }
-        const p = f.id !== undefined ? this.#pending.get(String(f.id)) : undefined;
-        if (!p) {
-          if (f.type === 'error') this.#o.onError(new LockhubError(f.code, f.message));
-          return;
-        }
-        this.#pending.delete(String(f.id));
-        clearTimeout(p.timer);
-        if (f.type === 'error') {
-          p.reject(new LockhubError(f.code, f.message || f.code));
-        } else {
-          const { id: _id, type: _type, ...rest } = f;
-          p.resolve(rest);
-        }
+        if (!this.#requests.answer(f) && f.type === 'error') this.#o.onError(new LockhubError(f.code, f.message));
         return;
       }
       case 'lock':
         this.#onLockEvent(f);
+        return;
+      case 'handoff':
+        // PROTOCOL.md §11: the hub gave this person the lock through this socket.
+        if (f.lock && typeof f.lock.entityUid === 'string') this.#holds.handoff(f.lock);
         return;
       case 'nudge':
         if (typeof f.entityType === 'string' && typeof f.entityUid === 'string') this.#views.nudge(f);
@@ -685,72 +719,33 @@ export class LockClient {
   #onWelcome(w) {
     this.#welcome = w;
     const st = parseTime(w.serverTime);
-    this.#skew = Number.isFinite(st) ? st - Date.now() : 0;
+    this.#skew = Number.isFinite(st) ? st - this.#clock.now() : 0;
     this.#authed = true;
     this.#tokenForced = false; // the token was good
     this.#attempt = 0;
     this.#everOpened = true;
     this.#setState({ state: 'open', attempt: 0 });
-    this.#scheduleRefresh(this.#token);
+    this.#refresh.schedule(this.#token);
     this.#heartbeat?.pingWhenIdle();
     // The watches went with the auth (their snapshots make the maps whole); re-claim
     // what is wanted, then send what waited for the connection.
     this.#holds.reclaim();
     this.#views.connected();
-    for (const p of this.#pending.values()) if (!p.sent) this.#transmit(p);
+    this.#requests.flush();
     this.#resolveReady(w);
     for (const fn of this.#welcomeListeners) safeCall(fn, w);
     this.#holds.notifyAll();
   }
 
-  /** @param {string} token */
-  #scheduleRefresh(token) {
-    clearTimeout(this.#refreshTimer);
-    const exp = jwtExpiry(token);
-    if (exp === null) return;
-    const delay = Math.max(1000, exp - this.#o.refreshBeforeMs - this.now());
-    this.#refreshTimer = setTimeout(() => void this.#refresh(), Math.min(delay, 2 ** 31 - 1));
-  }
-
-  async #refresh() {
-    if (!this.#authed || this.#closed) return;
-    const ws = this.#ws;
-    try {
-      const token = await this.#o.getToken({ reason: 'refresh', rejected: false });
-      if (ws !== this.#ws || !this.#authed) return;
-      const r = await this.#request({ type: 'auth', token }, false);
-      if (r.outcome === 'refreshed' && ws === this.#ws) {
-        this.#token = token;
-        this.#scheduleRefresh(token);
-      }
-    } catch (err) {
-      this.#o.onError(err);
-      // The hub closes an expired socket with 4401 and the reconnect takes a fresh
-      // token; meanwhile try again shortly.
-      if (ws === this.#ws && this.#authed) {
-        clearTimeout(this.#refreshTimer);
-        this.#refreshTimer = setTimeout(() => void this.#refresh(), 5000);
-      }
-    }
-  }
-
   /** @param {string} why */
   #shutdown(why) {
     this.#heartbeat?.stop();
-    clearTimeout(this.#reconnectTimer);
-    clearTimeout(this.#refreshTimer);
-    clearInterval(this.#ticker);
+    this.#clock.clearTimeout(this.#reconnectTimer);
+    this.#refresh.stop();
+    this.#clock.clearInterval(this.#ticker);
     this.#reconnectTimer = undefined;
-    for (const p of this.#pending.values()) {
-      clearTimeout(p.timer);
-      p.reject(new LockhubError(why, `lockhub: client ${why}`));
-    }
-    this.#pending.clear();
-    if (typeof window !== 'undefined') {
-      window.removeEventListener('pagehide', this.#onPageHide);
-      window.removeEventListener('pageshow', this.#onPageShow);
-      window.removeEventListener('online', this.#onOnline);
-    }
+    this.#requests.failAll(why);
+    this.#unlisten();
   }
 
   /** @param {ConnectionState} s */
@@ -767,14 +762,14 @@ export class LockClient {
     // this socket's share only: another tab of the same person keeps the lock.
     const ws = this.#ws;
     this.#holds.pageHide((type, uid) => {
-      if (ws && this.#authed && ws.readyState === WebSocket.OPEN) {
-        ws.send(JSON.stringify({ id: String(this.#nextId++), type: 'release', entityType: type, entityUid: uid }));
+      if (ws && this.#authed && ws.readyState === OPEN) {
+        ws.send(JSON.stringify({ id: this.#requests.nextId(), type: 'release', entityType: type, entityUid: uid }));
       }
     });
     if (ev && ev.persisted) {
       this.#suspended = true;
       this.#heartbeat?.stop();
-      clearTimeout(this.#reconnectTimer);
+      this.#clock.clearTimeout(this.#reconnectTimer);
       this.#reconnectTimer = undefined;
       if (ws) ws.close(CloseCode.NORMAL, 'pagehide');
     }
@@ -789,7 +784,7 @@ export class LockClient {
 
   #onOnline = () => {
     if (this.#closed || this.#ws || this.#reconnectTimer === undefined) return;
-    clearTimeout(this.#reconnectTimer);
+    this.#clock.clearTimeout(this.#reconnectTimer);
     this.#reconnectTimer = undefined;
     void this.#open();
   };
@@ -805,28 +800,7 @@ export class LockClient {
     if (this.#closed) {
       return Promise.reject(new LockhubError('closed', 'lockhub: client closed'));
     }
-    const id = String(this.#nextId++);
-    return new Promise((resolve, reject) => {
-      /** @type {Pending} */
-      const p = { frame: { ...frame, id }, resolve, reject, resend, sent: false, timer: undefined };
-      this.#pending.set(id, p);
-      if (this.#sending) this.#transmit(p);
-    });
-  }
-
-  /** @param {Pending} p */
-  #transmit(p) {
-    const ws = this.#ws;
-    if (!ws || ws.readyState !== WebSocket.OPEN) return;
-    ws.send(JSON.stringify(p.frame));
-    p.sent = true;
-    clearTimeout(p.timer);
-    p.timer = setTimeout(() => {
-      const id = /** @type {string} */ (p.frame.id);
-      if (this.#pending.get(id) !== p) return;
-      this.#pending.delete(id);
-      p.reject(new LockhubError('timeout', `lockhub: no answer to ${p.frame.type} in time`));
-    }, this.#o.requestTimeoutMs);
+    return this.#requests.add(frame, resend);
   }
 
   // ------------------------------------------------------------------ events and ticks
@@ -843,7 +817,7 @@ export class LockClient {
     const now = this.now();
     this.#watches.tick(now);
     if (!this.#authed) return;
-    this.#holds.tick(now, Date.now());
+    this.#holds.tick(now, this.#clock.now());
   }
 }
 
@@ -857,6 +831,9 @@ export function connect(opts) {
 }
 
 function defaultURL() {
+  if (typeof window === 'undefined' || !window.location) {
+    throw new TypeError('lockhub: connect needs a url outside a browser page (e.g. wss://locks.example.com/ws)');
+  }
   const l = window.location;
   return `${l.protocol === 'https:' ? 'wss:' : 'ws:'}//${l.host}/ws`;
 }

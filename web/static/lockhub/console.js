@@ -16,36 +16,21 @@
  */
 
 import { cleanName, formatClock, formatRemaining, holderNameOf, parseTime } from './format.js';
+import { messagesOf } from './messages.js';
 
 /** @typedef {import('./protocol.js').Lock} Lock */
 /** @typedef {import('./protocol.js').Holder} Holder */
 /** @typedef {import('./connection.js').LockClient} LockClient */
 /** @typedef {import('./watches.js').Watch} Watch */
+/** @typedef {import('./messages.js').Messages} Messages */
 
-/**
- * An entry of the audit trail (PROTOCOL.md §10).
- * @typedef {object} AuditEntry
- * @property {string} id
- * @property {'Acquired'|'Released'|'TakenOver'|'Expired'|'ForceReleased'} op
- * @property {string} entityType
- * @property {string} entityUid
- * @property {Holder|null} holder
- * @property {Holder|null} [previous]  TakenOver and ForceReleased: whose lock it was (version 3)
- * @property {Holder|null} actor
- * @property {string} reason  claim, release, takeover, expiry, disconnect, decision, admin, foreign
- * @property {string} at
- */
-
-/**
- * A page of the audit trail.
- * @typedef {object} AuditPage
- * @property {AuditEntry[]} entries
- * @property {string|null} next  the cursor of the next, older page
- */
+/** @typedef {import('./audit.js').AuditEntry} AuditEntry */
+/** @typedef {import('./audit.js').AuditPage} AuditPage */
 
 /**
  * @typedef {object} LockConsoleOptions
  * @property {number} [pageSize]  audit entries per page. Default 50.
+ * @property {Partial<Messages>} [messages]  the texts the console shows (default English)
  */
 
 /**
@@ -72,14 +57,6 @@ function button(text, testid) {
 }
 
 /** What an entry says happened, for people. */
-const OP_TEXT = /** @type {Record<string, string>} */ ({
-  Acquired: 'acquired',
-  Released: 'released',
-  TakenOver: 'taken over',
-  Expired: 'expired',
-  ForceReleased: 'force released',
-});
-
 /**
  * The tenant's live locks with a Force release each, and an entity's audit trail.
  */
@@ -102,6 +79,7 @@ export class LockConsole {
   #closed = false;
   /** @type {ReturnType<typeof setInterval>} */ #timer;
   /** @type {() => void} */ #unsubWelcome;
+  /** @type {Messages} */ #m;
 
   /**
    * @param {LockClient} client
@@ -112,6 +90,8 @@ export class LockConsole {
     this.#client = client;
     this.#root = element;
     this.#pageSize = opts.pageSize || 50;
+    const m = messagesOf(opts.messages);
+    this.#m = m;
     element.classList.add('lockhub-console');
     this.#status = el('p', 'lockhub-console-status');
     this.#status.dataset.testid = 'console-status';
@@ -120,7 +100,7 @@ export class LockConsole {
     const table = /** @type {HTMLTableElement} */ (el('table', 'lockhub-console-locks'));
     table.dataset.testid = 'console-locks';
     const head = table.createTHead().insertRow();
-    for (const h of ['Entity', 'Holder', 'Since', 'Expires', '']) {
+    for (const h of [...m.consoleColumns, '']) {
       const th = el('th', '', h);
       th.setAttribute('scope', 'col');
       head.append(th);
@@ -130,12 +110,12 @@ export class LockConsole {
     const pick = el('form', 'lockhub-console-pick');
     pick.dataset.testid = 'console-pick';
     this.#pickType = /** @type {HTMLSelectElement} */ (el('select'));
-    this.#pickType.setAttribute('aria-label', 'Entity type');
+    this.#pickType.setAttribute('aria-label', m.entityType);
     this.#pickUid = /** @type {HTMLInputElement} */ (el('input'));
-    this.#pickUid.placeholder = 'uid, e.g. r-1001';
-    this.#pickUid.setAttribute('aria-label', 'Entity uid');
+    this.#pickUid.placeholder = m.uidPlaceholder;
+    this.#pickUid.setAttribute('aria-label', m.entityUid);
     this.#pickUid.dataset.testid = 'console-pick-uid';
-    const show = button('Show history', 'console-pick-show');
+    const show = button(m.showHistory, 'console-pick-show');
     show.type = 'submit';
     pick.append(this.#pickType, this.#pickUid, show);
     pick.addEventListener('submit', (ev) => {
@@ -149,7 +129,7 @@ export class LockConsole {
     this.#trail.hidden = true;
     this.#trailTitle = el('h3', 'lockhub-console-trail-title');
     this.#entries = /** @type {HTMLOListElement} */ (el('ol', 'lockhub-console-entries'));
-    this.#older = button('Older', 'console-trail-older');
+    this.#older = button(m.older, 'console-trail-older');
     this.#older.hidden = true;
     this.#older.addEventListener('click', () => void this.#loadTrail(true));
     this.#trail.append(this.#trailTitle, this.#entries, this.#older);
@@ -166,13 +146,13 @@ export class LockConsole {
    */
   async #start(types) {
     try {
-      await this.#client.request({ type: 'adminLocks' });
+      await this.#client.adminLocks();
     } catch (err) {
       if (this.#closed) return;
       const code = /** @type {{code?: string}} */ (err).code;
       this.#status.textContent = code === 'forbidden'
-        ? 'The lock console needs the administrator role.'
-        : `The locks could not be read (${code || err}).`;
+        ? this.#m.needsAdmin
+        : this.#m.locksUnreadable(String(code || err));
       this.#root.dataset.state = code === 'forbidden' ? 'forbidden' : 'error';
       return;
     }
@@ -200,11 +180,11 @@ export class LockConsole {
   render() {
     if (this.#closed) return;
     const locks = this.locks;
-    this.#status.textContent = locks.length === 1 ? '1 lock is held now.' : `${locks.length} locks are held now.`;
+    this.#status.textContent = this.#m.locksHeld(locks.length);
     const rows = locks.map((l) => this.#row(l));
     if (!rows.length) {
       const tr = document.createElement('tr');
-      const td = el('td', 'lockhub-console-empty', 'Nobody holds a lock.');
+      const td = el('td', 'lockhub-console-empty', this.#m.nobodyHolds);
       td.setAttribute('colspan', '5');
       tr.append(td);
       rows.push(tr);
@@ -231,22 +211,22 @@ export class LockConsole {
     exp.dataset.expires = l.expiresAtUtc;
     this.#expiryText(exp);
     const act = el('td', 'lockhub-console-actions');
-    const history = button('History', 'console-history');
+    const history = button(this.#m.history, 'console-history');
     history.addEventListener('click', () => void this.showTrail(l.entityType, l.entityUid));
     if (this.#confirming.has(key)) {
-      const ask = el('span', 'lockhub-console-confirm', `Release ${holderNameOf(l)}'s lock? Unsaved changes in their form are lost.`);
+      const ask = el('span', 'lockhub-console-confirm', this.#m.confirmRelease(holderNameOf(l)));
       ask.dataset.testid = 'console-confirm-text';
-      const yes = button('Release', 'console-confirm');
+      const yes = button(this.#m.release, 'console-confirm');
       yes.classList.add('lockhub-console-danger');
       yes.addEventListener('click', () => void this.#forceRelease(l, yes));
-      const no = button('Cancel', 'console-cancel');
+      const no = button(this.#m.cancel, 'console-cancel');
       no.addEventListener('click', () => {
         this.#confirming.delete(key);
         this.render();
       });
       act.append(ask, yes, no);
     } else {
-      const force = button('Force release', 'console-force');
+      const force = button(this.#m.forceRelease, 'console-force');
       force.classList.add('lockhub-console-danger');
       force.addEventListener('click', () => {
         this.#confirming.add(key);
@@ -263,14 +243,14 @@ export class LockConsole {
     btn.disabled = true;
     const key = `${l.entityType}/${l.entityUid}`;
     try {
-      const r = await this.#client.request({ type: 'forceRelease', entityType: l.entityType, entityUid: l.entityUid });
+      const r = await this.#client.forceRelease(l.entityType, l.entityUid);
       this.#status.textContent = r.outcome === 'released'
-        ? `Released ${holderNameOf(r.lock ?? l)}'s lock on ${l.entityUid}.`
+        ? this.#m.forceReleased(holderNameOf(r.lock ?? l), l.entityUid)
         : r.outcome === 'notHeld'
-          ? `${l.entityUid} was free already.`
-          : `${l.entityUid}: the lock store did not answer; try again.`;
+          ? this.#m.wasFree(l.entityUid)
+          : this.#m.storeDown(l.entityUid);
     } catch (err) {
-      this.#status.textContent = `${l.entityUid} was not released: ${/** @type {Error} */ (err).message}`;
+      this.#status.textContent = this.#m.notReleased(l.entityUid, /** @type {Error} */ (err).message);
     } finally {
       this.#confirming.delete(key);
       this.render();
@@ -285,7 +265,7 @@ export class LockConsole {
   async showTrail(type, uid) {
     this.#shown = { type, uid, next: null };
     this.#trail.hidden = false;
-    this.#trailTitle.textContent = `History of ${type} ${uid}`;
+    this.#trailTitle.textContent = this.#m.historyOf(type, uid);
     this.#entries.replaceChildren();
     await this.#loadTrail(false);
   }
@@ -300,10 +280,10 @@ export class LockConsole {
       if (this.#shown !== shown) return; // another entity was chosen meanwhile
       shown.next = page.next;
       this.#entries.append(...page.entries.map((e) => this.#entry(e)));
-      if (!more && !page.entries.length) this.#entries.append(el('li', 'lockhub-console-empty', 'Nothing recorded.'));
+      if (!more && !page.entries.length) this.#entries.append(el('li', 'lockhub-console-empty', this.#m.nothingRecorded));
       this.#older.hidden = !page.next;
     } catch (err) {
-      if (this.#shown === shown) this.#entries.append(el('li', 'lockhub-console-error', `The history could not be read: ${/** @type {Error} */ (err).message}`));
+      if (this.#shown === shown) this.#entries.append(el('li', 'lockhub-console-error', this.#m.historyUnreadable(/** @type {Error} */ (err).message)));
     }
   }
 
@@ -319,9 +299,8 @@ export class LockConsole {
     const taken = e.op === 'TakenOver' && e.previous;
     const owner = taken ? e.previous : e.holder;
     const by = taken ? e.holder : e.actor;
-    let text = `${owner ? `${cleanName(owner.name, owner.oid)}'s lock` : 'A lock'} ${OP_TEXT[e.op] || e.op}`;
-    if (by && (!owner || by.oid !== owner.oid)) text += ` by ${cleanName(by.name, by.oid)}`;
-    text += ` (${e.reason})`;
+    const byName = by && (!owner || by.oid !== owner.oid) ? cleanName(by.name, by.oid) : null;
+    const text = this.#m.auditLine(owner ? cleanName(owner.name, owner.oid) : null, e.op, byName, e.reason);
     li.append(when, ' ', el('span', '', text));
     return li;
   }

@@ -12,13 +12,17 @@
  */
 
 import { safeCall } from './callback.js';
-import { activityOf, formatClock, holderNameOf, lockedByText, nudgeText, viewerText } from './format.js';
+import { activityOf, formatClock, holderNameOf } from './format.js';
+import { messagesOf } from './messages.js';
 import { LockhubError } from './protocol.js';
 
 /** @typedef {import('./protocol.js').Lock} Lock */
 /** @typedef {import('./protocol.js').Result} Result */
 /** @typedef {import('./connection.js').LockClient} LockClient */
 /** @typedef {import('./holds.js').Hold} Hold */
+/** @typedef {import('./holds.js').HoldState} HoldState */
+/** @typedef {import('./messages.js').Messages} Messages */
+/** @typedef {import('./protocol.js').Intent} Intent */
 /** @typedef {import('./protocol.js').Viewer} Viewer */
 /** @typedef {import('./protocol.js').Nudge} Nudge */
 /** @typedef {import('./presence.js').View} View */
@@ -41,6 +45,9 @@ import { LockhubError } from './protocol.js';
  *   after every change of who else is here or of what they are doing
  * @property {(nudge: Nudge, form: LockForm) => void} [onNudge]
  *   someone asks this person, the holder, to finish
+ * @property {Intent} [intent]  `edit` (default): wait in line while someone else holds
+ *   the lock, and get it handed over (PROTOCOL.md §11); `look`: only look
+ * @property {Partial<Messages>} [messages]  the texts the form shows (default English)
  */
 
 /**
@@ -50,6 +57,7 @@ import { LockhubError } from './protocol.js';
  * @property {string} name
  * @property {string} since  RFC 3339
  * @property {'editing'|'waiting'|'viewing'} activity
+ * @property {number} position  a waiting person's place in line (1: next), else 0
  */
 
 /**
@@ -64,7 +72,7 @@ import { LockhubError } from './protocol.js';
 const MAX_NAMED = 8;
 
 /**
- * @typedef {'claiming'|'held'|'locked'|'takenOver'|'ended'|'unknown'|'released'|'closed'} FormState
+ * @typedef {'claiming'|'held'|'locked'|'free'|'takenOver'|'ended'|'unknown'|'releasing'|'released'|'closed'} FormState
  */
 
 /**
@@ -84,6 +92,8 @@ export class LockForm {
   /** @type {HTMLElement} */ #banner;
   /** @type {HTMLElement} */ #text;
   /** @type {HTMLButtonElement} */ #button;
+  /** @type {HTMLButtonElement} */ #waitButton;
+  /** @type {Messages} */ #m;
   #ownBanner = false;
   /** @type {LockFormOptions} */ #opts;
   /** @type {Hold} */ #hold;
@@ -119,6 +129,7 @@ export class LockForm {
     this.#client = client;
     this.#el = element;
     this.#opts = opts;
+    this.#m = messagesOf(opts.messages);
     this.type = type;
     this.uid = uid;
     this.#body = opts.body || /** @type {HTMLElement|null} */ (element.querySelector('[data-lockhub-body]')) || element;
@@ -143,13 +154,20 @@ export class LockForm {
     this.#button.type = 'button';
     this.#button.className = 'lockhub-takeover';
     this.#button.dataset.testid = 'lock-takeover';
-    this.#button.textContent = 'Take over';
+    this.#button.textContent = this.#m.takeOver;
     this.#button.hidden = true;
     this.#button.addEventListener('click', () => void this.takeover());
-    this.#banner.append(this.#text, this.#button);
+    this.#waitButton = document.createElement('button');
+    this.#waitButton.type = 'button';
+    this.#waitButton.className = 'lockhub-stop-waiting';
+    this.#waitButton.dataset.testid = 'lock-stop-waiting';
+    this.#waitButton.hidden = true;
+    this.#waitButton.addEventListener('click', () => this.setIntent(this.intent === 'edit' ? 'look' : 'edit'));
+    this.#banner.append(this.#text, this.#button, this.#waitButton);
     this.#buildPresence(opts.presence);
-    this.#hold = client._hold(type, uid, () => this.#render());
+    this.#hold = client.hold(type, uid, () => this.#render());
     this.#view = client.view(type, uid, {
+      intent: opts.intent === 'look' ? 'look' : 'edit',
       onPresence: () => this.#render(),
       onNudge: (n) => this.#nudged(n),
     });
@@ -164,7 +182,35 @@ export class LockForm {
 
   /** The lock as last known: mine when held, the other holder's when locked. @returns {Lock|null} */
   get lock() {
-    return this.#hold.entry.lock;
+    return this.#hold.state.lock;
+  }
+
+  /** Whether this form waits in line for the lock (`edit`) or only looks. @returns {Intent} */
+  get intent() {
+    return this.#view.intent;
+  }
+
+  /**
+   * This person's place in the waiting line (1: next), 0 when not waiting
+   * (PROTOCOL.md §11; always 0 with a hub older than version 3).
+   * @returns {number}
+   */
+  get position() {
+    return this.#closed ? 0 : this.#view.position;
+  }
+
+  /**
+   * Joins the waiting line (`edit`) or leaves it (`look`: "Stop waiting"). A form that
+   * only looks does not take the lock when it is freed; joining again puts this person
+   * at the end of the line.
+   * @param {Intent} intent
+   */
+  setIntent(intent) {
+    if (this.#closed) return;
+    this.#view.setIntent(intent);
+    // Wanting it again while nobody holds it: claim (the line only forms behind a holder).
+    if (intent === 'edit' && this.#hold.state.status === 'free') this.#hold.claim();
+    this.#render();
   }
 
   /**
@@ -188,7 +234,14 @@ export class LockForm {
     const holder = this.#holderOid();
     return this.#view.viewers
       .filter((v) => v.oid !== me)
-      .map((v) => ({ oid: v.oid, name: v.name, since: v.since, activity: activityOf(v.oid, holder) }));
+      .map((v) => ({
+        oid: v.oid,
+        name: v.name,
+        since: v.since,
+        // Version 3 says who waits and who only looks; an older hub leaves it to the lock.
+        activity: v.state === 'looking' ? 'viewing' : v.state === 'waiting' ? 'waiting' : v.state === 'editing' ? 'editing' : activityOf(v.oid, holder),
+        position: v.state === 'waiting' && v.position ? v.position : 0,
+      }));
   }
 
   /**
@@ -273,6 +326,26 @@ export class LockForm {
     return v;
   }
 
+  /**
+   * Releases the lock and keeps the form open, read-only: `releasing` ("Releasing…")
+   * while the hub's answer is `pending` (PROTOCOL.md §4: the person's other socket is on
+   * an instance not yet known to be dead), then `released`. Resolves with the hub's
+   * answer.
+   * @returns {Promise<Result|undefined>}
+   */
+  async release() {
+    if (this.#closed) return undefined;
+    this.#view.setIntent('look');
+    try {
+      return await this.#hold.release();
+    } catch (err) {
+      console.warn('lockhub: release failed', err);
+      return undefined;
+    } finally {
+      this.#render();
+    }
+  }
+
   /** Releases the lock and restores the form. Safe to call twice. */
   close() {
     this.#close(true);
@@ -308,7 +381,8 @@ export class LockForm {
 
   #render() {
     if (this.#closed) return;
-    const e = this.#hold.entry;
+    const e = this.#hold.state;
+    const m = this.#m;
     const prev = this.#state;
     /** @type {FormState} */
     const state = e.status;
@@ -316,37 +390,48 @@ export class LockForm {
     this.#el.dataset.lockState = state;
     const focusInside = this.#body.contains(document.activeElement);
 
-    const blocked = state === 'locked';
+    // `free`: this person stopped waiting and the lock went; the form stays as it was
+    // until they want it again.
+    const blocked = state === 'locked' || state === 'free';
     this.#body.inert = blocked;
-    const lost = state === 'takenOver' || state === 'ended';
+    const lost = state === 'takenOver' || state === 'ended' || state === 'releasing' || state === 'released';
     this.#setReadOnly(lost);
     if (state === 'claiming') this.#body.setAttribute('aria-busy', 'true');
     else this.#body.removeAttribute('aria-busy');
 
     let text = '';
     let kind = '';
+    const position = this.position;
     if (state === 'locked' && e.lock) {
-      text = lockedByText(e.lock);
-      if (e.note === 'forbidden') text += '. You are not allowed to take it over.';
+      text = m.lockedBy(holderNameOf(e.lock), formatClock(e.lock.acquiredAtUtc), formatClock(e.lock.expiresAtUtc));
+      if (position > 0) text += m.place(position);
+      if (e.note === 'forbidden') text += m.notAllowed;
       kind = 'locked';
     } else if (state === 'locked') {
-      text = 'Someone else is editing this.';
+      text = m.lockedBySomeone;
+      kind = 'locked';
+    } else if (state === 'free') {
+      text = m.free;
       kind = 'locked';
     } else if (state === 'takenOver') {
-      const who = e.takenBy ? e.takenBy.name : 'Someone';
-      text = `${who} took over this record at ${formatClock(e.takenAt)}. The form is read-only; your unsaved changes were not saved.`;
+      const who = e.takenBy ? e.takenBy.name : m.someone;
+      text = m.takenOver(who, formatClock(e.takenAt));
       kind = 'takenOver';
     } else if (state === 'ended') {
       // Released by a named person (an administrator's force release, §10), or by
       // another program that says nothing of who (the .NET API deciding it, §8).
       text = e.takenBy
-        ? `${e.takenBy.name} released your lock at ${formatClock(e.takenAt)}. The form is read-only; reopen it to edit again.`
-        : `Your lock was released elsewhere at ${formatClock(e.takenAt)} (the record may have been decided in another app). The form is read-only; reopen it to edit again.`;
+        ? m.releasedBy(e.takenBy.name, formatClock(e.takenAt))
+        : m.releasedElsewhere(formatClock(e.takenAt));
       kind = 'takenOver';
     } else if (state === 'unknown') {
-      text = e.note && e.note !== 'forbidden'
-        ? `Editing without a lock (${e.note}).`
-        : 'Edit locks are unavailable right now; you can edit, but others are not kept out.';
+      text = e.note && e.note !== 'forbidden' ? m.withoutLock(e.note) : m.unavailable;
+      kind = 'quiet';
+    } else if (state === 'releasing') {
+      text = m.releasing;
+      kind = 'quiet';
+    } else if (state === 'released') {
+      text = e.note === 'elsewhere' ? m.releasedHere : m.released;
       kind = 'quiet';
     }
     this.#banner.dataset.kind = kind;
@@ -355,6 +440,12 @@ export class LockForm {
     this.#banner.hidden = text === '';
     const offer = this.#opts.takeover ?? this.#client.canTakeOver;
     this.#button.hidden = !(blocked && offer && e.lock);
+    // "Stop waiting" while in line; after it, a way back into the line.
+    const inLine = blocked && (position > 0 || this.intent === 'look') && this.#view.status === 'viewing';
+    this.#waitButton.hidden = !inLine;
+    const waitLabel = this.intent === 'edit' ? m.stopWaiting : state === 'free' ? m.edit : m.waitInLine;
+    if (this.#waitButton.textContent !== waitLabel) this.#waitButton.textContent = waitLabel;
+    this.#el.dataset.lockPosition = String(position);
     this.#renderPresence();
 
     if (prev !== state) {
@@ -370,7 +461,7 @@ export class LockForm {
 
   /** Who holds the lock, as far as the form knows: me, the other holder, or nobody. */
   #holderOid() {
-    const e = this.#hold.entry;
+    const e = this.#hold.state;
     if (e.status === 'held') return this.#client.me?.oid || null;
     if ((e.status === 'locked' || e.status === 'takenOver') && e.lock) return e.lock.holderOid;
     return null;
@@ -387,6 +478,7 @@ export class LockForm {
 
   /** @param {HTMLElement|false|undefined} where */
   #buildPresence(where) {
+    /** @type {(tag: string, cls: string, testid: string) => HTMLElement} */
     const el = (tag, cls, testid) => {
       const x = document.createElement(tag);
       x.className = cls;
@@ -399,14 +491,14 @@ export class LockForm {
     this.#noticeList = /** @type {HTMLUListElement} */ (el('ul', 'lockhub-nudged-list', 'lock-nudged-list'));
     const dismiss = /** @type {HTMLButtonElement} */ (el('button', 'lockhub-dismiss', 'lock-nudged-dismiss'));
     dismiss.type = 'button';
-    dismiss.textContent = 'Dismiss';
+    dismiss.textContent = this.#m.dismiss;
     dismiss.addEventListener('click', () => {
       this.#nudges.clear();
       this.#render();
     });
     this.#notice.append(this.#noticeList, dismiss);
     this.#viewerList = /** @type {HTMLUListElement} */ (el('ul', 'lockhub-viewers', 'lock-viewers'));
-    this.#viewerList.setAttribute('aria-label', 'Also on this record');
+    this.#viewerList.setAttribute('aria-label', this.#m.alsoHere);
     this.#nudgeRow = el('div', 'lockhub-nudge-row', '');
     this.#nudgeRow.hidden = true;
     this.#nudgeButton = /** @type {HTMLButtonElement} */ (el('button', 'lockhub-nudge', 'lock-nudge'));
@@ -430,9 +522,10 @@ export class LockForm {
   }
 
   #renderPresence() {
-    const e = this.#hold.entry;
+    const e = this.#hold.state;
+    const m = this.#m;
     const others = this.others;
-    const key = others.map((o) => `${o.oid}\u0000${o.name}\u0000${o.activity}`).join('\u0001');
+    const key = others.map((o) => `${o.oid}\u0000${o.name}\u0000${o.activity}\u0000${o.position}`).join('\u0001');
     const changed = key !== this.#othersKey;
     this.#othersKey = key;
 
@@ -443,26 +536,31 @@ export class LockForm {
     this.#noticeList.replaceChildren(...nudges.map((n) => {
       const li = document.createElement('li');
       li.dataset.oid = n.from.oid;
-      li.textContent = nudgeText(n.from.name, n.at);
+      li.textContent = m.nudged(n.from.name, formatClock(n.at));
       return li;
     }));
 
     // Who else is here.
-    const named = others.length > MAX_NAMED ? others.slice(0, MAX_NAMED - 1) : others;
+    // With a line (PROTOCOL.md §11): the holder, then who waits in line order, then who
+    // looks; else the hub's order (by since).
+    const rank = (/** @type {OtherViewer} */ o) => (o.activity === 'editing' ? 0 : o.position > 0 ? o.position : Infinity);
+    const ordered = others.some((o) => o.position > 0) ? [...others].sort((a, b) => rank(a) - rank(b)) : others;
+    const named = ordered.length > MAX_NAMED ? ordered.slice(0, MAX_NAMED - 1) : ordered;
     const items = named.map((o) => {
       const li = document.createElement('li');
       li.className = 'lockhub-viewer';
       li.dataset.oid = o.oid;
       li.dataset.activity = o.activity;
       li.dataset.testid = `viewer-${o.oid}`;
-      li.title = o.since ? `here since ${formatClock(o.since)}` : '';
-      li.textContent = viewerText(o.name, o.activity);
+      if (o.position) li.dataset.position = String(o.position);
+      li.title = o.since ? m.hereSince(formatClock(o.since)) : '';
+      li.textContent = m.viewer(o.name, o.activity, o.position);
       return li;
     });
     if (named.length < others.length) {
       const li = document.createElement('li');
       li.className = 'lockhub-viewer-more';
-      li.textContent = `and ${others.length - named.length} more`;
+      li.textContent = m.more(others.length - named.length);
       items.push(li);
     }
     if (changed) this.#viewerList.replaceChildren(...items);
@@ -473,12 +571,12 @@ export class LockForm {
     const canAsk = e.status === 'locked' && !!lock && lock.holderOid !== this.#client.me?.oid && this.#view.status === 'viewing';
     this.#nudgeRow.hidden = !canAsk;
     if (canAsk && lock) {
-      const label = `Ask ${holderNameOf(lock)} to finish`;
+      const label = m.askToFinish(holderNameOf(lock));
       if (this.#nudgeButton.textContent !== label) this.#nudgeButton.textContent = label;
       this.#nudgeButton.disabled = this.#nudging;
       const asked = this.#asked && this.#asked.holderOid === lock.holderOid ? this.#asked : null;
       const holderHere = this.#view.viewers.some((v) => v.oid === lock.holderOid);
-      const text = this.#nudging ? 'Asking…' : asked ? askedText(asked.outcome, holderNameOf(lock), asked.at, holderHere) : '';
+      const text = this.#nudging ? m.asking : asked ? m.asked(asked.outcome, holderNameOf(lock), formatClock(asked.at), holderHere) : '';
       if (this.#nudgeStatus.textContent !== text) this.#nudgeStatus.textContent = text;
       if (asked && !this.#nudging) this.#nudgeStatus.dataset.outcome = asked.outcome;
       else delete this.#nudgeStatus.dataset.outcome;
@@ -514,31 +612,6 @@ export class LockForm {
         this.#restore.push(() => (el.disabled = was));
       }
     }
-  }
-}
-
-/**
- * What the form says after its user asked the holder to finish.
- * @param {NudgeOutcome} outcome
- * @param {string} holder  the holder's name
- * @param {number} at      when it was asked, Unix ms
- * @param {boolean} holderHere  the holder has the record open
- * @returns {string}
- */
-function askedText(outcome, holder, at, holderHere) {
-  switch (outcome) {
-    case 'nudged':
-      return holderHere
-        ? `Asked at ${formatClock(at)}.`
-        : `Asked at ${formatClock(at)}; ${holder} does not have it open right now.`;
-    case 'rateLimited':
-      return 'You asked recently; try again in a little while.';
-    case 'notHeld':
-      return `${holder} no longer holds it.`;
-    case 'unknown':
-      return 'Could not ask: locks are unavailable right now.';
-    default:
-      return 'Could not ask; try again.';
   }
 }
 

@@ -11,16 +11,19 @@
  */
 
 import { safeCall } from './callback.js';
-import { formatClock, formatRemaining, holderNameOf, lockedByText, parseTime } from './format.js';
+import { formatClock, formatRemaining, holderNameOf, parseTime } from './format.js';
+import { messagesOf } from './messages.js';
 
 /** @typedef {import('./protocol.js').Lock} Lock */
 /** @typedef {import('./protocol.js').Change} Change */
 /** @typedef {import('./connection.js').LockClient} LockClient */
 /** @typedef {import('./watches.js').Watch} Watch */
+/** @typedef {import('./messages.js').Messages} Messages */
 
 /**
  * @typedef {object} LockGridOptions
- * @property {string} [header]  the column header. Default "Locked by".
+ * @property {string} [header]  the column header. Default: messages.gridHeader ("Locked by").
+ * @property {Partial<Messages>} [messages]  the texts the grid shows (default English)
  * @property {(locks: Map<string, Lock>, change: Change) => void} [onChange]  after each change of the type
  */
 
@@ -39,6 +42,7 @@ export class LockGrid {
   /** @type {MutationObserver} */ #observer;
   /** @type {ReturnType<typeof setInterval>} */ #timer;
   #header;
+  /** @type {Messages} */ #m;
   #closed = false;
 
   /**
@@ -52,7 +56,8 @@ export class LockGrid {
     this.#client = client;
     this.#table = table;
     this.type = type;
-    this.#header = opts.header || 'Locked by';
+    this.#m = messagesOf(opts.messages);
+    this.#header = opts.header || this.#m.gridHeader;
     this.#uidOf = typeof rowUid === 'function' ? rowUid : (row) => row.getAttribute(rowUid);
     const onChange = opts.onChange;
     this.#watch = client.watch(type, (locks, change) => {
@@ -119,8 +124,8 @@ export class LockGrid {
         }
         row.dataset.lockHolder = holderNameOf(lock);
         row.title = state === 'mine'
-          ? `You are editing this (until ${formatClock(lock.expiresAtUtc)})`
-          : `${lockedByText(lock)}`;
+          ? this.#m.youEditUntil(formatClock(lock.expiresAtUtc))
+          : this.#m.lockedBy(holderNameOf(lock), formatClock(lock.acquiredAtUtc), formatClock(lock.expiresAtUtc));
         const name = document.createElement('span');
         name.className = 'lockhub-holder';
         name.textContent = holderNameOf(lock);
@@ -128,7 +133,7 @@ export class LockGrid {
         if (state === 'mine') {
           const you = document.createElement('span');
           you.className = 'lockhub-you';
-          you.textContent = 'you';
+          you.textContent = this.#m.you;
           parts.push(you);
         }
         const exp = document.createElement('span');
@@ -145,8 +150,8 @@ export class LockGrid {
   #expiryText(cell, exp) {
     const at = parseTime(cell.dataset.expires || '');
     const left = at - this.#client.now();
-    exp.textContent = `until ${formatClock(at)} · ${formatRemaining(left)}`;
-    exp.setAttribute('aria-label', `until ${formatClock(at)}`);
+    exp.textContent = this.#m.until(formatClock(at), formatRemaining(left));
+    exp.setAttribute('aria-label', this.#m.until(formatClock(at), '').replace(/ · $/, ''));
   }
 
   #tickExpiry() {

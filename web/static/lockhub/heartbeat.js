@@ -14,6 +14,8 @@
  */
 
 /** @typedef {import('./connection.js').LockClient} LockClient */
+/** @typedef {import('./clock.js').Clock} Clock */
+/** @typedef {import('./clock.js').TimerHandle} TimerHandle */
 
 /**
  * @typedef {object} HeartbeatOptions
@@ -21,6 +23,7 @@
  * @property {number} answerMs  the socket is dead when no frame arrives this long after a ping
  * @property {() => void} ping  sends the ping
  * @property {() => void} dead  the hub did not answer in time (called once; the heartbeat stops first)
+ * @property {Clock} clock
  */
 
 /**
@@ -30,11 +33,11 @@
 export class Heartbeat {
   /** @type {HeartbeatOptions} */
   #o;
-  /** Date.now() of the last frame from the hub. */
+  /** clock.now() of the last frame from the hub. */
   #lastHeard = -Infinity;
   #pinging = false;
   #stopped = false;
-  /** @type {ReturnType<typeof setTimeout>|undefined} */
+  /** @type {TimerHandle|undefined} */
   #timer;
 
   /** @param {HeartbeatOptions} o */
@@ -44,7 +47,7 @@ export class Heartbeat {
 
   /** A frame arrived from the hub. */
   heard() {
-    this.#lastHeard = Date.now();
+    this.#lastHeard = this.#o.clock.now();
   }
 
   /**
@@ -53,9 +56,9 @@ export class Heartbeat {
    */
   expectAnswer() {
     if (this.#stopped) return;
-    const since = Date.now();
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
+    const since = this.#o.clock.now();
+    this.#o.clock.clearTimeout(this.#timer);
+    this.#timer = this.#o.clock.setTimeout(() => {
       this.#timer = undefined;
       if (this.#lastHeard >= since) {
         this.#schedule();
@@ -73,7 +76,7 @@ export class Heartbeat {
   pingWhenIdle() {
     if (this.#stopped) return;
     this.#pinging = true;
-    clearTimeout(this.#timer);
+    this.#o.clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#schedule();
   }
@@ -81,15 +84,15 @@ export class Heartbeat {
   /** Clears the timer for good: the socket ended. */
   stop() {
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#o.clock.clearTimeout(this.#timer);
     this.#timer = undefined;
   }
 
   #schedule() {
     if (this.#stopped || !this.#pinging) return;
-    const left = this.#lastHeard + this.#o.idleMs - Date.now();
+    const left = this.#lastHeard + this.#o.idleMs - this.#o.clock.now();
     if (left > 0) {
-      this.#timer = setTimeout(() => {
+      this.#timer = this.#o.clock.setTimeout(() => {
         this.#timer = undefined;
         this.#schedule();
       }, left);

@@ -3,8 +3,9 @@
  * The locks a client wants to hold, and the state machine of each: claim, renew,
  * claim again when it becomes free or after a reconnect, lose it to someone else.
  * Internal to the client: {@link LockClient} owns one {@link Holds} and feeds it the
- * welcome, snapshots, lock events and the ticks of its timer; {@link LockForm} reaches
- * it through `LockClient#_hold`.
+ * welcome, snapshots, lock events, `handoff` frames and the ticks of its timer; a page
+ * (and {@link LockForm}) reaches it through the public {@link LockClient#hold}, whose
+ * handle ({@link Hold}) shows a {@link HoldState}, never an {@link Entry}.
  *
  * @module lockhub/holds
  */
@@ -22,6 +23,30 @@ import { LockhubError } from './protocol.js';
 /** @typedef {import('./form.js').LockForm} LockForm */
 
 /**
+ * What a hold is, as its handle shows it: see {@link Entry} for `status`. `releasing`:
+ * the hub answered the release `pending` (PROTOCOL.md §4: the holder's other socket is
+ * on another instance, which may be dead and not yet known to be); the status becomes
+ * `released` when the hub's `Released` (or `Expired`) says the lock went, or, with
+ * note `elsewhere`, when the lock shows it lives on with this person's other tab: a
+ * `Renewed` of it, or no end within {@link RELEASING_MAX_MS} (the contract's bound is the
+ * release grace + 30 s).
+ * @typedef {object} HoldState
+ * @property {string} type
+ * @property {string} uid
+ * @property {HoldStatus} status
+ * @property {Lock|null} lock      mine when held, the other holder's when locked
+ * @property {Holder|null} takenBy who took it over (`takenOver`) or released it (`ended`)
+ * @property {string} takenAt      RFC 3339, with takenBy
+ * @property {string} note         the last notable answer, e.g. `forbidden`
+ */
+
+/**
+ * `free`: nobody holds it, and this page does not claim it because this person only
+ * looks (they stopped waiting, PROTOCOL.md §11); {@link Hold}'s claim takes it.
+ * @typedef {'claiming'|'held'|'locked'|'free'|'takenOver'|'ended'|'unknown'|'releasing'|'released'} HoldStatus
+ */
+
+/**
  * The state of one entity this client wants to hold.
  *
  * status: `claiming` (no answer yet), `held` (mine), `locked` (someone else's; claimed
@@ -36,7 +61,7 @@ import { LockhubError } from './protocol.js';
  * @property {string} uid
  * @property {boolean} want
  * @property {boolean} auto        claim on its own when the entity becomes free
- * @property {'claiming'|'held'|'locked'|'takenOver'|'ended'|'unknown'|'released'} status
+ * @property {HoldStatus} status
  * @property {Lock|null} lock
  * @property {Holder|null} takenBy  who took it over (`takenOver`) or released it (`ended`, when the event says)
  * @property {string} takenAt
@@ -46,17 +71,38 @@ import { LockhubError } from './protocol.js';
  * @property {number} nextRenewAt   client clock, ms
  * @property {number} retryAt       client clock, ms
  * @property {boolean} committing
+ * @property {number} releasingUntil  client clock, ms: a pending release's end at the latest
  * @property {Set<(e: Entry) => void>} listeners
  */
 
 /**
- * A hold of one entity by one form: see {@link Holds#hold}.
+ * A hold of one entity, made by {@link LockClient#hold}: the client claims the lock,
+ * claims it again when it becomes free (unless someone is ahead in the waiting line,
+ * PROTOCOL.md §11: then the hub hands it over), renews it, and calls the listener with
+ * every change of its {@link HoldState}.
  * @typedef {object} Hold
- * @property {Entry} entry
- * @property {() => Promise<Result>} takeover
+ * @property {HoldState} state  the current state (a fresh copy at each read)
+ * @property {() => Promise<Result>} takeover  takes the lock over (the takeover role)
+ * @property {() => void} claim  claims it now when it is `free` or `locked` (after this
+ *   person chose to wait again, say); the hub answers `locked` if someone has it
  * @property {<T>(write: () => Promise<T>, ok: (v: T) => boolean) => Promise<T>} commit
- * @property {(release?: boolean) => void} drop
+ *   runs a write that releases the lock when ok says it succeeded (approve, reject), so
+ *   that the Released that follows is not taken for someone else's release
+ * @property {() => Promise<Result>} release  releases the lock and keeps the hold, which
+ *   says `releasing` while the hub's answer is `pending`, then `released`; it does not
+ *   claim again
+ * @property {(release?: boolean) => void} drop  ends the hold; releases the lock unless
+ *   release is false (the last hold of an entity)
  */
+
+/**
+ * The public state of an entry.
+ * @param {Entry} e
+ * @returns {HoldState}
+ */
+function stateOf(e) {
+  return { type: e.type, uid: e.uid, status: e.status, lock: e.lock, takenBy: e.takenBy, takenAt: e.takenAt, note: e.note };
+}
 
 /**
  * What the holds need of their client. Every member is read when it is needed, so the
@@ -69,10 +115,23 @@ import { LockhubError } from './protocol.js';
  * @property {() => boolean} closed          the client was closed (or forbidden)
  * @property {() => Welcome|null} welcome    the last welcome
  * @property {() => number} now              the client's estimate of the server's clock, Unix ms
+ * @property {() => number} local            the client's own clock, Unix ms
+ * @property {(type: string, uid: string) => 'waiting'|'looking'|null} standing
+ *   where this person stands on the entity as the hub last said (PROTOCOL.md §9, §11):
+ *   `waiting` in line (the hub hands the lock over, so the hold does not claim when it
+ *   is freed), `looking` (they stopped waiting: the hold does not claim either), null
+ *   when the hub does not say (older than version 3: claim when freed, as before)
  * @property {() => number} skew             the server's clock minus the client's, ms
  * @property {(err: unknown) => void} onError
  * @property {number} unknownRetryMs         retry a claim answered `unknown` after this
  */
+
+/**
+ * How long a pending release may say `releasing` before the hold takes the lock to live
+ * on with another tab of this person: the contract's bound (release grace, 10 s by
+ * default, + 30 s) and a margin.
+ */
+export const RELEASING_MAX_MS = 45000;
 
 /** @param {string} type @param {string} uid */
 function keyOf(type, uid) {
@@ -153,7 +212,7 @@ export class Holds {
    * when it becomes free (auto), and reports every change of its state to fn.
    * @param {string} type
    * @param {string} uid
-   * @param {(e: Entry) => void} fn
+   * @param {(s: HoldState) => void} fn
    * @returns {Hold}
    */
   hold(type, uid, fn) {
@@ -161,17 +220,24 @@ export class Holds {
     e.auto = true;
     e.want = true;
     e.listeners.add(fn);
-    if (e.status === 'takenOver' || e.status === 'ended' || e.status === 'released') {
+    if (e.status === 'takenOver' || e.status === 'ended' || e.status === 'released' || e.status === 'releasing') {
       e.status = 'claiming';
       e.takenBy = null;
     }
     if (e.status !== 'held') void this.#claimEntry(e, 'claim').catch(() => {});
     return {
-      entry: e,
+      get state() {
+        return stateOf(e);
+      },
       takeover: () => {
         e.want = true;
         e.note = '';
         return this.#claimEntry(e, 'takeover');
+      },
+      claim: () => {
+        if (this.#entries.get(e.key) !== e || (e.status !== 'free' && e.status !== 'locked')) return;
+        e.want = true;
+        void this.#claimEntry(e, 'claim').catch(() => {});
       },
       commit: async (write, ok) => {
         e.committing = true;
@@ -192,6 +258,24 @@ export class Holds {
           this.#afterCommitFailed(e);
         }
         return v;
+      },
+      release: async () => {
+        e.want = false;
+        const held = e.status === 'held' || e.claiming !== null;
+        if (!held) return { outcome: 'notHeld' };
+        e.status = 'releasing';
+        this.#notify(e);
+        const r = await this.#host.request({ type: 'release', entityType: e.type, entityUid: e.uid });
+        // PROTOCOL.md §4: pending means the lock goes when the hub notices the death of
+        // the instance of this person's other socket; the event says when.
+        if (e.status === 'releasing' && !(r.outcome === 'released' && r.pending)) {
+          e.status = 'released';
+          e.lock = null;
+          this.#notify(e);
+        } else if (e.status === 'releasing') {
+          e.releasingUntil = this.#host.local() + RELEASING_MAX_MS;
+        }
+        return r;
       },
       drop: (release = true) => {
         e.listeners.delete(fn);
@@ -232,7 +316,7 @@ export class Holds {
     for (const e of this.#entries.values()) {
       if (e.type !== type || !e.want) continue;
       const l = locks.get(e.uid);
-      if (e.status === 'locked' && !l && e.auto) void this.#claimEntry(e, 'claim').catch(() => {});
+      if (e.status === 'locked' && !l && e.auto) this.#freed(e);
       else if (e.status === 'locked' && l && l.holderOid !== me) {
         e.lock = l;
         this.#notify(e);
@@ -243,6 +327,58 @@ export class Holds {
         void this.#claimEntry(e, 'claim').catch(() => {});
       }
     }
+  }
+
+  /**
+   * A `handoff` frame (PROTOCOL.md §11): the hub gave this person the lock, through
+   * this socket, as if it had claimed it. The entry holds it now, without a claim.
+   * @param {Lock} lock
+   */
+  handoff(lock) {
+    const e = this.#entries.get(keyOf(lock.entityType, lock.entityUid));
+    if (!e || !e.want || lock.holderOid !== this.#me()) return;
+    if (e.status === 'held') return;
+    e.status = 'held';
+    e.lock = lock;
+    e.takenBy = null;
+    e.note = '';
+    e.nextRenewAt = this.#host.local() + this.#renewMs();
+    this.#notify(e);
+  }
+
+  /**
+   * Claims (or releases) many entities of one type at once (PROTOCOL.md §12). Claimed
+   * ones are held afterwards like a claim's: renewed and claimed again after a
+   * reconnect, until released.
+   * @param {'claimMany'|'releaseMany'} op
+   * @param {string} type
+   * @param {string[]} uids
+   * @returns {Promise<Result>}
+   */
+  async many(op, type, uids) {
+    if (!Array.isArray(uids) || uids.length === 0 || uids.some((u) => typeof u !== 'string' || u === '')) {
+      throw new TypeError(`lockhub: ${op} needs a non-empty list of uids`);
+    }
+    if (op === 'releaseMany') {
+      for (const uid of uids) {
+        const e = this.#entries.get(keyOf(type, uid));
+        if (e) this.#dropEntry(e, false);
+      }
+      return this.#host.request({ type: op, entityType: type, entityUids: uids });
+    }
+    const r = await this.#host.request({ type: op, entityType: type, entityUids: uids });
+    if (r.outcome === 'acquired' && Array.isArray(r.locks)) {
+      for (const l of r.locks) {
+        if (!l || typeof l.entityUid !== 'string') continue;
+        const e = this.#entry(type, l.entityUid, false);
+        e.want = true;
+        e.status = 'held';
+        e.lock = l;
+        e.nextRenewAt = this.#host.local() + this.#renewMs();
+        this.#notify(e);
+      }
+    }
+    return r;
   }
 
   /** A lock event of PROTOCOL.md §3. @param {LockEvent} ev */
@@ -259,14 +395,13 @@ export class Holds {
    */
   tick(now, local) {
     for (const e of this.#entries.values()) {
+      if (e.status === 'releasing' && e.releasingUntil && local >= e.releasingUntil) this.#releasedHere(e);
       if (!e.want) continue;
       if (e.status === 'held') {
         if (!e.renewing && local >= e.nextRenewAt) void this.#renewEntry(e).catch(() => {});
       } else if (e.status === 'locked') {
         // The holder's lease ran out and no event said so (yet): try.
-        if (e.auto && !e.claiming && e.lock && parseTime(e.lock.expiresAtUtc) <= now) {
-          void this.#claimEntry(e, 'claim').catch(() => {});
-        }
+        if (e.auto && !e.claiming && e.lock && parseTime(e.lock.expiresAtUtc) <= now) this.#freed(e);
       } else if (e.status === 'unknown' || (e.status === 'claiming' && e.retryAt)) {
         if (!e.claiming && e.retryAt && local >= e.retryAt) {
           e.retryAt = 0;
@@ -298,7 +433,7 @@ export class Holds {
     if (!e) {
       e = {
         key, type, uid, want: false, auto, status: 'claiming', lock: null, takenBy: null, takenAt: '',
-        note: '', claiming: null, renewing: false, nextRenewAt: 0, retryAt: 0, committing: false,
+        note: '', claiming: null, renewing: false, nextRenewAt: 0, retryAt: 0, committing: false, releasingUntil: 0,
         listeners: new Set(),
       };
       this.#entries.set(key, e);
@@ -308,11 +443,10 @@ export class Holds {
   }
 
   /**
-   * The entry held its lock and learned that someone else holds it now: as after a
-   * TakenOver, stop renewing, do not claim again, and tell the form who has it.
-   * @param {Entry} e @param {Lock} l @param {string} [at]
+   * The entry held its lock and someone other than this page released it (an
+   * administrator, another program): read-only, not claimed back.
+   * @param {Entry} e @param {LockEvent} ev
    */
-  /** @param {Entry} e @param {LockEvent} ev */
   #endedBy(e, ev) {
     e.status = 'ended';
     e.want = false;
@@ -322,6 +456,11 @@ export class Holds {
     this.#notify(e);
   }
 
+  /**
+   * The entry held its lock and learned that someone else holds it now: as after a
+   * TakenOver, stop renewing, do not claim again, and tell the form who has it.
+   * @param {Entry} e @param {Lock} l @param {string} [at]
+   */
   #lostTo(e, l, at) {
     e.status = 'takenOver';
     e.want = false;
@@ -360,7 +499,7 @@ export class Holds {
       (err) => {
         if (e.claiming === p) e.claiming = null;
         if (err instanceof LockhubError && err.code === 'timeout' && e.want) {
-          e.retryAt = Date.now() + 1000;
+          e.retryAt = this.#host.local() + 1000;
         } else if (e.want && e.auto && this.#entries.get(e.key) === e) {
           // bad_request, not_lockable, invalid_entity: a page bug. Say so loudly, leave
           // the form editable (the API edge still guards writes), and stop.
@@ -398,7 +537,7 @@ export class Holds {
       e.status = 'held';
       e.lock = r.lock || null;
       e.takenBy = null;
-      e.nextRenewAt = Date.now() + this.#renewMs();
+      e.nextRenewAt = this.#host.local() + this.#renewMs();
     } else if (r.outcome === 'locked' && e.status === 'held' && r.lock) {
       // Re-claimed (after a reconnect) and someone else has it: we lost it while
       // editing, whatever event we missed. Tell who, and stop.
@@ -421,7 +560,7 @@ export class Holds {
       // Fail open (PROTOCOL.md §2): edit without a lock, ask again later.
       e.status = 'unknown';
       e.lock = null;
-      e.retryAt = Date.now() + Math.min(this.#host.unknownRetryMs, this.#renewMs());
+      e.retryAt = this.#host.local() + Math.min(this.#host.unknownRetryMs, this.#renewMs());
     } else {
       this.#host.onError(new Error(`lockhub: unexpected ${op} outcome ${r.outcome}`));
       return;
@@ -432,7 +571,7 @@ export class Holds {
   /** @param {Entry} e @returns {Promise<Result>} */
   #renewEntry(e) {
     e.renewing = true;
-    e.nextRenewAt = Date.now() + this.#renewMs();
+    e.nextRenewAt = this.#host.local() + this.#renewMs();
     return this.#host.request({ type: 'renew', entityType: e.type, entityUid: e.uid }).then(
       (r) => {
         e.renewing = false;
@@ -450,13 +589,13 @@ export class Holds {
           }
         } else if (r.outcome === 'unknown') {
           // The store is down; the lease may still run. Try again soon.
-          e.nextRenewAt = Date.now() + Math.min(this.#host.unknownRetryMs, this.#renewMs());
+          e.nextRenewAt = this.#host.local() + Math.min(this.#host.unknownRetryMs, this.#renewMs());
         }
         return r;
       },
       (err) => {
         e.renewing = false;
-        e.nextRenewAt = Date.now() + 1000;
+        e.nextRenewAt = this.#host.local() + 1000;
         throw err;
       },
     );
@@ -482,6 +621,11 @@ export class Holds {
       case 'Acquired':
       case 'Renewed':
       case 'TakenOver':
+        if (e.status === 'releasing') {
+          // Renewed by this person's other tab: the lock lives on there, not here.
+          if (mine && ev.op === 'Renewed' && e.releasingUntil) this.#releasedHere(e);
+          return;
+        }
         if (ev.op === 'TakenOver' && !mine && e.status === 'held' && ev.previousHolder?.oid === me) {
           // Taken from me: stop renewing, do not claim again; the form turns read-only.
           this.#lostTo(e, ev.lock, ev.at);
@@ -496,6 +640,9 @@ export class Holds {
             if (expiresLocal - 2000 < e.nextRenewAt && !e.renewing) void this.#renewEntry(e).catch(() => {});
             this.#notify(e);
           } else if (e.want && e.status !== 'takenOver' && !e.claiming) {
+            // Handed to me from the line (PROTOCOL.md §11): the `handoff` that follows
+            // makes it ours here, and every socket of mine waiting in line gets one.
+            if (this.#host.standing(e.type, e.uid) === 'waiting') return;
             // Another tab of mine holds it: a claim makes it ours here too (renewed).
             void this.#claimEntry(e, 'claim').catch(() => {});
           }
@@ -507,7 +654,7 @@ export class Holds {
           if (newerThan(ev.lock, e.lock)) this.#lostTo(e, ev.lock, ev.at);
           return;
         }
-        if (e.status === 'locked' || e.status === 'claiming' || e.status === 'unknown') {
+        if (e.status === 'locked' || e.status === 'free' || e.status === 'claiming' || e.status === 'unknown') {
           if (!e.want) return;
           e.status = 'locked';
           e.lock = ev.lock;
@@ -516,6 +663,12 @@ export class Holds {
         return;
       case 'Released':
       case 'Expired':
+        if (e.status === 'releasing' && (mine || !e.lock)) {
+          e.status = 'released';
+          e.lock = null;
+          this.#notify(e);
+          return;
+        }
         if (e.committing) {
           if (mine) e.status = 'released';
           return;
@@ -535,7 +688,13 @@ export class Holds {
         }
         if (e.status === 'locked' && e.lock && e.lock.holderOid !== ev.lock.holderOid) return; // an older holder
         if (e.status === 'locked' && !e.auto) return;
-        e.status = e.status === 'locked' ? 'locked' : 'claiming';
+        // In line (PROTOCOL.md §11): the hub gives the lock to the first who waits and
+        // sends them `handoff`; a claim of our own would race the one ahead of us.
+        if (e.status === 'locked') {
+          this.#freed(e);
+          return;
+        }
+        e.status = 'claiming';
         void this.#claimEntry(e, 'claim').catch(() => {});
         return;
       default:
@@ -543,9 +702,43 @@ export class Holds {
     }
   }
 
+  /**
+   * The lock that kept a wanted entry from us is gone. Claim it, unless this person
+   * stands in the entity's line (the hub hands it to the first who waits, and sends us
+   * `handoff` if that is us: a claim of our own would race whoever is ahead), or only
+   * looks (then it is `free` until they want it again).
+   * @param {Entry} e
+   */
+  #freed(e) {
+    const standing = this.#host.standing(e.type, e.uid);
+    if (standing === 'waiting') return;
+    if (standing === 'looking') {
+      e.status = 'free';
+      e.lock = null;
+      this.#notify(e);
+      return;
+    }
+    void this.#claimEntry(e, 'claim').catch(() => {});
+  }
+
+  /**
+   * A pending release ended without the lock going: another tab of this person keeps it.
+   * This page let go all the same.
+   * @param {Entry} e
+   */
+  #releasedHere(e) {
+    e.status = 'released';
+    e.note = 'elsewhere';
+    e.lock = null;
+    e.releasingUntil = 0;
+    this.#notify(e);
+  }
+
   /** @param {Entry} e */
   #notify(e) {
-    for (const fn of e.listeners) safeCall(fn, e);
+    if (e.listeners.size === 0) return;
+    const st = stateOf(e);
+    for (const fn of e.listeners) safeCall(fn, st);
   }
 
   #renewMs() {

@@ -20,6 +20,7 @@ import { LockhubError } from './protocol.js';
 
 /** @typedef {import('./protocol.js').Viewer} Viewer */
 /** @typedef {import('./protocol.js').Nudge} Nudge */
+/** @typedef {import('./protocol.js').Intent} Intent */
 /** @typedef {import('./connection.js').LockClient} LockClient */
 
 /**
@@ -39,6 +40,12 @@ import { LockhubError } from './protocol.js';
  * @property {string} uid
  * @property {Viewer[]} viewers  ordered by `since`, one entry per person
  * @property {ViewStatus} status
+ * @property {Intent} intent  this handle's intent
+ * @property {Viewer|null} me  this person's own entry, if the hub lists them
+ * @property {number} position  this person's place in the waiting line (1: next), 0 when
+ *   not waiting (PROTOCOL.md §11)
+ * @property {(intent: Intent) => void} setIntent  changes this handle's intent; the hub
+ *   hears the strongest intent of the client's views of the entity (edit over look)
  * @property {() => Promise<import('./protocol.js').Result>} nudge  asks the holder to finish (see {@link LockClient#nudge})
  * @property {() => void} close  stops viewing (the last view of the entity sends `unview`)
  */
@@ -49,6 +56,7 @@ import { LockhubError } from './protocol.js';
  * @property {(viewers: Viewer[], status: ViewStatus) => void} [onPresence]
  *   after every change of the viewers or of the status
  * @property {(n: Nudge) => void} [onNudge]  a viewer asks this person, the holder, to finish
+ * @property {Intent} [intent]  `look` (default) or `edit` (PROTOCOL.md §9, version 3)
  */
 
 /**
@@ -57,6 +65,7 @@ import { LockhubError } from './protocol.js';
  * @property {(frame: Record<string, unknown>) => Promise<any>} request
  *   sends a request once the connection is up, and not again after a reconnect
  * @property {() => boolean} authed  a socket is authenticated now
+ * @property {() => string|undefined} me  this person's oid, from the welcome
  * @property {(err: unknown) => void} onError
  */
 
@@ -69,6 +78,8 @@ import { LockhubError } from './protocol.js';
  * @property {Viewer[]} viewers
  * @property {ViewStatus} status
  * @property {Set<ViewListener>} listeners
+ * @property {Map<ViewListener, Intent>} intents  each handle's intent
+ * @property {Intent} sent  the intent last sent to the hub
  */
 
 /** @param {string} type @param {string} uid */
@@ -112,13 +123,21 @@ export class Views {
     const key = keyOf(type, uid);
     let e = this.#entries.get(key);
     if (!e) {
-      e = { key, type, uid, viewers: [], status: 'pending', listeners: new Set() };
+      e = { key, type, uid, viewers: [], status: 'pending', listeners: new Set(), intents: new Map(), sent: 'look' };
       this.#entries.set(key, e);
-      if (this.#host.authed()) this.#send(e);
     }
     const entry = e;
-    entry.listeners.add(listener);
+    // A listener object may be shared by two views: each handle gets its own key.
+    const own = { ...listener };
+    entry.listeners.add(own);
+    entry.intents.set(own, listener.intent === 'edit' ? 'edit' : 'look');
+    if (entry.listeners.size === 1) {
+      if (this.#host.authed()) this.#send(entry);
+    } else {
+      this.#intentChanged(entry);
+    }
     let closed = false;
+    const views = this;
     return {
       type,
       uid,
@@ -128,14 +147,68 @@ export class Views {
       get status() {
         return entry.status;
       },
+      get intent() {
+        return entry.intents.get(own) || 'look';
+      },
+      get me() {
+        return closed ? null : views.#mine(entry);
+      },
+      get position() {
+        const m = closed ? null : views.#mine(entry);
+        return m && m.state === 'waiting' && m.position ? m.position : 0;
+      },
+      setIntent: (intent) => {
+        if (closed) return;
+        entry.intents.set(own, intent === 'edit' ? 'edit' : 'look');
+        this.#intentChanged(entry);
+      },
       nudge: () => nudge(type, uid),
       close: () => {
         if (closed) return;
         closed = true;
-        entry.listeners.delete(listener);
+        entry.listeners.delete(own);
+        entry.intents.delete(own);
         if (entry.listeners.size === 0) this.#drop(entry, true);
+        else this.#intentChanged(entry);
       },
     };
+  }
+
+  /**
+   * Where this person stands on an entity, as the hub last said (PROTOCOL.md §9, §11):
+   * `waiting` in its line, `looking` (this page's intent is look), or null when the hub
+   * does not tell (older than version 3), nothing views it, or the hub has not put this
+   * person in line yet.
+   * @param {string} type @param {string} uid
+   * @returns {'waiting'|'looking'|null}
+   */
+  standing(type, uid) {
+    const e = this.#entries.get(keyOf(type, uid));
+    if (!e) return null;
+    const m = this.#mine(e);
+    if (!m || !m.state) return null;
+    // A look is this page's own choice, whatever the hub said last; a wait counts once
+    // the hub has put this person in line (until then a claim is what takes the lock).
+    if (this.#intentOf(e) === 'look') return 'looking';
+    return m.state === 'waiting' ? 'waiting' : null;
+  }
+
+  /** @param {Entry} e @returns {Viewer|null} */
+  #mine(e) {
+    const me = this.#host.me();
+    return (me && e.viewers.find((v) => v.oid === me)) || null;
+  }
+
+  /** The strongest intent of an entry's handles. @param {Entry} e @returns {Intent} */
+  #intentOf(e) {
+    for (const i of e.intents.values()) if (i === 'edit') return 'edit';
+    return 'look';
+  }
+
+  /** A handle's intent changed: tells the hub when the strongest did. @param {Entry} e */
+  #intentChanged(e) {
+    if (this.#intentOf(e) === e.sent || !this.#host.authed() || e.status === 'unsupported') return;
+    this.#send(e);
   }
 
   /** Forgets every view, sending `unview` for each (the client closes). */
@@ -202,8 +275,14 @@ export class Views {
   /** @param {Entry} e */
   #send(e) {
     e.status = 'pending';
+    e.sent = this.#intentOf(e);
     this.#unanswered.set(e.key, (this.#unanswered.get(e.key) || 0) + 1);
-    this.#host.request({ type: 'view', entityType: e.type, entityUid: e.uid }).then(
+    /** @type {Record<string, unknown>} */
+    const frame = { type: 'view', entityType: e.type, entityUid: e.uid };
+    // Version 3. A view without intent is a look (and changes an edit to a look), so a
+    // look goes as the frame an older hub knows.
+    if (e.sent === 'edit') frame.intent = 'edit';
+    this.#host.request(frame).then(
       () => {
         /* applied by presence(), in arrival order */
       },
@@ -279,11 +358,15 @@ export function cleanViewers(list) {
   for (const v of list) {
     if (!v || typeof v !== 'object' || typeof v.oid !== 'string' || v.oid === '' || seen.has(v.oid)) continue;
     seen.add(v.oid);
-    out.push({
+    /** @type {Viewer} */
+    const c = {
       oid: v.oid,
       name: cleanName(v.name, v.oid),
       since: typeof v.since === 'string' ? v.since : '',
-    });
+    };
+    if (v.state === 'editing' || v.state === 'waiting' || v.state === 'looking') c.state = v.state;
+    if (c.state === 'waiting' && Number.isInteger(v.position) && v.position > 0) c.position = v.position;
+    out.push(c);
   }
   return out;
 }

@@ -49,6 +49,20 @@ export const CloseCode = Object.freeze({
  * @property {string} oid
  * @property {string} name
  * @property {string} since  RFC 3339
+ * @property {ViewerState} [state]  version 3: `editing` (holds the lock), `waiting`
+ *   (intent edit while someone else holds it) or `looking`; absent from an older hub
+ * @property {number} [position]  version 3, a waiting viewer's place in line (1: next)
+ */
+
+/**
+ * What a viewer does (PROTOCOL.md §9, version 3).
+ * @typedef {'editing'|'waiting'|'looking'} ViewerState
+ */
+
+/**
+ * Why a page views an entity (PROTOCOL.md §9, version 3): `edit` waits in line while
+ * someone else holds the lock (§11), `look` only looks.
+ * @typedef {'edit'|'look'} Intent
  */
 
 /**
@@ -80,6 +94,9 @@ export const CloseCode = Object.freeze({
  *   unviewed, nudged
  * @property {Lock|null} [lock]
  * @property {Lock[]} [locks]
+ * @property {boolean} [pending]  a release that takes effect when the hub notices an
+ *   instance died (version 3, PROTOCOL.md §4)
+ * @property {number} [count]  releaseMany: how many were released (version 3, §12)
  * @property {Holder} [previousHolder]
  */
 
