@@ -5,7 +5,7 @@ import "time"
 // Version is the version of the contract this package implements: the one the title
 // of PROTOCOL.md names. Each version keeps every rule of the one before, so it is not
 // negotiated on the wire; a test pins it to PROTOCOL.md.
-const Version = 2
+const Version = 3
 
 // Subprotocol is the WebSocket subprotocol (RFC 6455 §1.9) of this contract. A client
 // asks for it in Sec-WebSocket-Protocol and the hub accepts no other. PROTOCOL.md §4
