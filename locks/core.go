@@ -69,6 +69,15 @@ type Config struct {
 	// ChangesBurst is how many changes above that rate a person may make at once. Zero
 	// means DefaultChangesBurst.
 	ChangesBurst int
+	// ListLocksPerTenant is how many locks a tenant's lists (watch snapshots, lists by
+	// type, the console) may read from Redis a second on this instance, each page
+	// charged 16 more for its call: setting "max-list-locks-per-tenant" (readshare.go).
+	// A list over it is slowed, not refused. Zero means DefaultListLocksPerTenant;
+	// negative means no budget.
+	ListLocksPerTenant float64
+	// ListLocksBurst is how many locks above that rate a tenant's lists may read at
+	// once. Zero means DefaultListLocksBurst.
+	ListLocksBurst int
 
 	noAudit   bool          // the benchmarks' baseline: no audit stream written
 	feedQuiet time.Duration // tests: the feed's silence before it pings; zero means feedPingEvery
@@ -120,6 +129,7 @@ type core struct {
 	// auditWarned is when each tenant was last warned of entries dropped early.
 	auditWarned warnings
 	share       shareLimits
+	lists       listShare // each tenant's budget of locks its lists read (readshare.go)
 	amet        *auditMetrics
 	encoded     encodedValues                  // ListJSON's encodings of the values it read last
 	live        coalesce.Reads[typeKey, []any] // readLive's reads, shared

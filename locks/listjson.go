@@ -79,6 +79,9 @@ func (s *core) readPages(ctx context.Context, tenant, entityType string) ([]any,
 		if len(vs) != len(ks) {
 			return nil, &corruptError{fmt.Sprintf("list script answered %d values for %d keys", len(vs), len(ks))}
 		}
+		// The page is paid for; a next page waits for the tenant's budget, the last
+		// leaves its debt to the tenant's next read.
+		s.charge(ctx, tenant, len(ks), next != "")
 		if at == nil && next != "" { // more than one page: keys may come twice
 			at = make(map[string]int, 2*len(ks))
 		}

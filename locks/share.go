@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -46,6 +48,7 @@ func (s *core) setUpShare(cfg Config) error {
 		{SettingLocksPerPerson, cfg.MaxLocksPerPerson < 0},
 		{SettingLocksPerTenant, cfg.MaxLocksPerTenant < 0},
 		{SettingChangesPerPerson, cfg.MaxChangesPerPerson < 0 || cfg.ChangesBurst < 0},
+		{SettingListLocksPerTenant, cfg.ListLocksBurst < 0},
 	} {
 		if c.bad {
 			return &protocol.SettingError{Setting: c.setting, Err: fmt.Errorf("must be positive")}
@@ -57,6 +60,10 @@ func (s *core) setUpShare(cfg Config) error {
 		rate:      cmp.Or(cfg.MaxChangesPerPerson, DefaultMaxChangesPerPerson),
 		burst:     cmp.Or(cfg.ChangesBurst, DefaultChangesBurst),
 		types:     strings.Join(s.reg.Types(), ","),
+	}
+	if cfg.ListLocksPerTenant >= 0 {
+		s.lists.rate = rate.Limit(cmp.Or(cfg.ListLocksPerTenant, DefaultListLocksPerTenant))
+		s.lists.burst = cmp.Or(cfg.ListLocksBurst, DefaultListLocksBurst)
 	}
 	return nil
 }

@@ -61,7 +61,8 @@ func startHub(ctx context.Context, redisURL, typ string, limits bool, extra ...s
 		// person's 201st change within a few seconds).
 		args = append(args, "--max-changes-per-person", strconv.Itoa(benchChangesPerPerson),
 			"--max-sockets-per-person", strconv.Itoa(hub.DefaultMaxConnections),
-			"--max-pending-auth-per-ip", strconv.Itoa(hub.DefaultMaxPendingAuth-1))
+			"--max-pending-auth-per-ip", strconv.Itoa(hub.DefaultMaxPendingAuth-1),
+			"--max-list-locks-per-tenant", "-1") // rounds of crowds re-reading a type, back to back
 	}
 	if redisURL != "" {
 		args = append(args, "--redis-url", redisURL)
