@@ -28,7 +28,9 @@ func TestListShare(t *testing.T) {
 		expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{"big", "ApprovalRequest", fmt.Sprintf("r-%04d", i)}, ada, ""))
 	}
 	expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{"small", "ApprovalRequest", "s-1"}, grace, ""))
-	hits := func() float64 { return testutil.ToFloat64(s.core.met.limits.WithLabelValues(SettingListLocksPerTenant)) }
+	hits := func() float64 {
+		return testutil.ToFloat64(s.core.met.limits.WithLabelValues(SettingListLocksPerTenant))
+	}
 
 	if ls := must1(s.Locks.List(ctx, "big", "ApprovalRequest")); len(ls) != n {
 		t.Fatalf("a slowed list read %d locks, want all %d", len(ls), n)
