@@ -53,27 +53,9 @@ func (s *Locks) ClaimMany(ctx context.Context, tenant, entityType string, uids [
 	if err := s.checkMany(tenant, entityType, uids, h); err != nil {
 		return ManyResult{}, err
 	}
-	var refused error
-	res, ok := runOp(ctx, s.core, opClaimMany, func(ctx context.Context) (ManyResult, error) {
-		r, err := s.claimMany(ctx, tenant, entityType, uids, h, conn)
-		if errors.As(err, new(*LimitError)) || errors.As(err, new(*RateError)) {
-			refused = err
-			return ManyResult{}, nil
-		}
-		return r, err
-	}, func(r ManyResult) outcomeLabel {
-		if refused != nil {
-			return labelRefused
-		}
-		return outcomeLabel(r.Outcome)
+	return s.many(ctx, opClaimMany, func(ctx context.Context) (ManyResult, error) {
+		return s.claimMany(ctx, tenant, entityType, uids, h, conn)
 	})
-	switch {
-	case !ok:
-		return ManyResult{Outcome: protocol.OutcomeUnknown}, nil
-	case refused != nil:
-		return ManyResult{}, refused
-	}
-	return res, nil
 }
 
 func (s *core) claimMany(ctx context.Context, tenant, entityType string, uids []string, h protocol.Holder, conn string) (ManyResult, error) {
@@ -157,10 +139,19 @@ func (s *Locks) ReleaseManyBecause(ctx context.Context, tenant, entityType strin
 	if err := s.checkMany(tenant, entityType, uids, h); err != nil {
 		return ManyResult{}, err
 	}
+	return s.many(ctx, opReleaseMany, func(ctx context.Context) (ManyResult, error) {
+		return s.releaseMany(ctx, tenant, entityType, uids, h, conn, reason)
+	})
+}
+
+// many runs a claim or release of many entities: counted by its outcome, answered with
+// the fair share's *LimitError or *RateError when refused (counted as refused), and
+// unknown when Redis does not answer (failing open).
+func (s *core) many(ctx context.Context, op opName, f func(context.Context) (ManyResult, error)) (ManyResult, error) {
 	var refused error
-	res, ok := runOp(ctx, s.core, opReleaseMany, func(ctx context.Context) (ManyResult, error) {
-		r, err := s.releaseMany(ctx, tenant, entityType, uids, h, conn, reason)
-		if errors.As(err, new(*RateError)) {
+	res, ok := runOp(ctx, s, op, func(ctx context.Context) (ManyResult, error) {
+		r, err := f(ctx)
+		if errors.As(err, new(*LimitError)) || errors.As(err, new(*RateError)) {
 			refused = err
 			return ManyResult{}, nil
 		}

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/web"
 )
 
@@ -61,13 +63,12 @@ func TestListsShareReads(t *testing.T) {
 	for i := range n {
 		wg.Go(func() { got[i], errs[i] = tryHTTP(context.Background(), e.srv.Client(), e.srv.URL, list) })
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for e.server.QueuedLists("acme", "ApprovalRequest") != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d lists queued behind the read in flight, want %d", e.server.QueuedLists("acme", "ApprovalRequest"), n)
+	redistest.Within(t, 10*time.Second, "the lists queued behind the read in flight", func() error {
+		if q := e.server.QueuedLists("acme", "ApprovalRequest"); q != n {
+			return fmt.Errorf("%d queued, want %d", q, n)
 		}
-		time.Sleep(time.Millisecond) // polling with a deadline: a queued handler says nothing
-	}
+		return nil
+	})
 	open()
 	wg.Wait()
 	if r := <-first; len(r.list("locks")) != 1 {

@@ -2,10 +2,13 @@ package coalesce
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lockhub/lockhub/locks/redistest"
 )
 
 // TestReadsShare: callers that arrive while a read is in flight never get that read
@@ -34,13 +37,12 @@ func TestReadsShare(t *testing.T) {
 	for i := range n {
 		wg.Go(func() { got[i], _ = s.Read(ctx, "k", read) })
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Queued("k") != n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d callers queued, want %d", s.Queued("k"), n)
+	redistest.Within(t, 10*time.Second, "every caller queued behind the read in flight", func() error {
+		if q := s.Queued("k"); q != n {
+			return fmt.Errorf("%d queued", q)
 		}
-		time.Sleep(time.Millisecond) // polling with a deadline: nothing to wait on
-	}
+		return nil
+	})
 	// Another key is not held up by the first.
 	if v, err := s.Read(ctx, "other", func(context.Context) (int, error) { return 99, nil }); v != 99 || err != nil {
 		t.Fatalf("other key: %d %v", v, err)
