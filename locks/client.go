@@ -1,6 +1,7 @@
 package locks
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -62,16 +63,26 @@ func NewClientWith(url string, cluster bool, o ClientOptions) (redis.UniversalCl
 // errNoTLS is RootCAs given for a redis:// URL.
 const errNoTLS = "locks: CAs are given but the URL is redis://, not rediss://: nothing would check them"
 
+// setCAs puts co's CAs in place of the system's in the TLS config of a rediss:// URL;
+// for a redis:// URL (nil) they would check nothing, and are refused.
+func (co ClientOptions) setCAs(t *tls.Config) error {
+	if co.RootCAs == nil {
+		return nil
+	}
+	if t == nil {
+		return errors.New(errNoTLS)
+	}
+	t.RootCAs = co.RootCAs
+	return nil
+}
+
 func clusterOptions(url string, co ClientOptions) (*redis.ClusterOptions, error) {
 	o, err := redis.ParseClusterURL(url)
 	if err != nil {
 		return nil, badURL(url, err)
 	}
-	if co.RootCAs != nil {
-		if o.TLSConfig == nil {
-			return nil, errors.New(errNoTLS)
-		}
-		o.TLSConfig.RootCAs = co.RootCAs
+	if err := co.setCAs(o.TLSConfig); err != nil {
+		return nil, err
 	}
 	o.StreamingCredentialsProvider = co.Credentials
 	if co.Credentials != nil {
@@ -89,11 +100,8 @@ func options(url string, co ClientOptions) (*redis.Options, error) {
 	if err != nil {
 		return nil, badURL(url, err)
 	}
-	if co.RootCAs != nil {
-		if o.TLSConfig == nil {
-			return nil, errors.New(errNoTLS)
-		}
-		o.TLSConfig.RootCAs = co.RootCAs
+	if err := co.setCAs(o.TLSConfig); err != nil {
+		return nil, err
 	}
 	o.StreamingCredentialsProvider = co.Credentials
 	if co.Credentials != nil {
