@@ -2,6 +2,9 @@ package hub
 
 import (
 	"context"
+	"runtime"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/lockhub/lockhub/locks"
@@ -10,29 +13,71 @@ import (
 
 // Fan-out: the store's change feed carries every change of every tenant, from every
 // instance; the hub queues each to its own sockets that watch the change's (tenant,
-// type) and to no other. The watcher index is read-locked while an event is queued:
-// queuing never blocks (see sender.push), so the lock is held for a walk over the watchers
-// and no send.
+// type) and to no other. The watcher index is read-locked while an event is handed to
+// them: that never blocks (see sender.pushWire), so the lock is held for a walk over the
+// watchers and, to each idle one, a write(2) that never waits.
 
 // feed is the hub as the store's locks.FeedHandler; its methods run on the feed's
 // goroutines and never block.
 type feed struct{ h *Hub }
 
-// Change queues a change to the watchers of its tenant and type. The frame is the
-// store's encoding, shared and forwarded as is.
+// Change hands a change to the watchers of its tenant and type. The frame is the
+// store's encoding, shared and forwarded as is, framed for the wire once for them all.
 func (f feed) Change(ch locks.Change) {
 	h := f.h
 	key := watchKey{ch.Tenant, ch.Event.Lock.EntityType}
 	out := outFrame{b: ch.Frame, typ: protocol.FrameLock}
+	wire := textFrame(make([]byte, 0, len(ch.Frame)+10), ch.Frame)
 	h.mu.RLock()
 	set := h.watchers[key]
-	for c := range set {
-		c.out.push(key.typ, out)
-	}
 	n := len(set)
+	if n < fanoutSplit || runtime.GOMAXPROCS(0) == 1 {
+		for c := range set {
+			c.out.pushWire(key.typ, out, wire)
+		}
+	} else {
+		fanoutSplitWays(set, key.typ, out, wire)
+	}
 	h.mu.RUnlock()
 	h.met.delivered.Add(float64(n))
 }
+
+// fanoutSplit is the number of watchers from which an event's writes are shared among
+// as many goroutines as there are cores: each write(2) costs some microseconds (on
+// loopback it also runs the reader's TCP input), so a crowd's on one core would take
+// a core's time per socket while the others idle.
+const fanoutSplit = 256
+
+// fanoutSplitWays hands an event to the watchers in set on GOMAXPROCS goroutines, the
+// caller's one of them, and returns once every one has it: the next event of the key
+// reaches each socket after this one.
+func fanoutSplitWays(set map[*conn]struct{}, typ string, out outFrame, wire []byte) {
+	bp := fanoutConns.Get().(*[]*conn)
+	conns := (*bp)[:0]
+	for c := range set {
+		conns = append(conns, c)
+	}
+	ways := min(runtime.GOMAXPROCS(0), len(conns)/(fanoutSplit/2))
+	per := (len(conns) + ways - 1) / ways
+	var wg sync.WaitGroup
+	for part := range slices.Chunk(conns[per:], per) {
+		wg.Go(func() {
+			for _, c := range part {
+				c.out.pushWire(typ, out, wire)
+			}
+		})
+	}
+	for _, c := range conns[:per] {
+		c.out.pushWire(typ, out, wire)
+	}
+	wg.Wait()
+	clear(conns)
+	*bp = conns
+	fanoutConns.Put(bp)
+}
+
+// fanoutConns holds the arrays of watchers fanoutSplitWays shares out.
+var fanoutConns = sync.Pool{New: func() any { return new([]*conn) }}
 
 // Resync asks Run for fresh snapshots of the tenants affected names (nil: all): the
 // feed was lost for them and is back.

@@ -3,11 +3,13 @@ package hub
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 )
 
 // Buffer sizes of an upgraded connection. net/http hands a hijacked connection its own
@@ -63,7 +65,7 @@ func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, err
 		}
 	}
-	w.frames = &frameWriter{nc: nc}
+	w.frames = newFrameWriter(nc)
 	return nc, bufio.NewReadWriter(br, bufio.NewWriterSize(w.frames, connWriteBuffer)), nil
 }
 
@@ -78,15 +80,39 @@ func (w *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // Write is called by coder/websocket, one frame at a time, under its write lock (which
 // takes in the Pongs and the close frame it writes itself, so what is held is always
 // whole frames); hold and release, by the connection's writer around its frames.
+//
+// tryWrite is the fan-out's way past all of that: an event framed once for all its
+// watchers (textFrame) is written to an idle socket by the feed's goroutine itself, in
+// a write(2) that never waits (see sender.pushWire). Every write to the connection is
+// made under mu, so nothing can come between the bytes of two frames; what the kernel
+// did not take of a frame (rest) leaves before anything else does.
 type frameWriter struct {
-	nc net.Conn
-	// mu guards holding and held. release keeps it through its write, so a frame that
-	// comes meanwhile (a Pong, the close frame) finds holding over only once what was
-	// held is out, and leaves after it, never before. Nothing else holds it across a
-	// write: a Pong waits for release only where it would wait for the socket anyway.
+	nc  net.Conn
+	raw syscall.RawConn // nc's descriptor, for tryWrite; nil when nc has none
+	// mu guards what follows and is held across every write to nc: release's, Write's
+	// and tryWrite's. So a frame that comes during a write (a Pong, the close frame)
+	// leaves after it, never before, and never inside what is held or left over.
+	// tryWrite only tries it: the feed never waits for a socket.
 	mu      sync.Mutex
 	holding bool
 	held    *[]byte // from frameBufs; nil when nothing is held
+	// rest is what the kernel did not take of a frame tryWrite wrote (a suffix of
+	// the event's shared wire bytes, never modified); the sender's writer flushes it
+	// (flush), and any other write sends it first.
+	rest []byte
+	// closing is set once coder/websocket wrote a close frame (its own, or the echo of
+	// the client's): tryWrite writes no data frame after it (RFC 6455 §5.5.1).
+	closing bool
+}
+
+func newFrameWriter(nc net.Conn) *frameWriter {
+	w := &frameWriter{nc: nc}
+	if sc, ok := nc.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			w.raw = raw
+		}
+	}
+	return w
 }
 
 // hold keeps what is written from now until release.
@@ -103,6 +129,10 @@ func (w *frameWriter) release() error {
 	w.holding = false
 	held := w.held
 	w.held = nil
+	if err := w.flushLocked(); err != nil {
+		putFrameBuf(held)
+		return err
+	}
 	if held == nil {
 		return nil
 	}
@@ -111,10 +141,42 @@ func (w *frameWriter) release() error {
 	return err
 }
 
+// flush writes what tryWrite left over, waiting for the socket under the connection's
+// write deadline.
+func (w *frameWriter) flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushLocked()
+}
+
+// flushLocked is flush with mu held. What it fails to write is dropped: the
+// connection is broken mid-frame and will be closed.
+func (w *frameWriter) flushLocked() error {
+	if w.rest == nil {
+		return nil
+	}
+	rest := w.rest
+	w.rest = nil
+	_, err := w.nc.Write(rest)
+	return err
+}
+
+// closeFrame is the first byte of a close frame as a server writes it: FIN, opcode 8.
+const closeFrame = 0x88
+
 func (w *frameWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
+	// Each control frame comes whole, in one call at a frame's start (a data frame
+	// larger than the buffer may come in pieces, so a piece that happens to start
+	// with this byte costs its socket the fan-out's direct writes, nothing else).
+	if len(p) > 0 && len(p) <= 2+125 && p[0] == closeFrame {
+		w.closing = true
+	}
+	if err := w.flushLocked(); err != nil {
+		return 0, err
+	}
 	if !w.holding {
-		w.mu.Unlock()
 		return w.nc.Write(p)
 	}
 	held := w.held
@@ -124,7 +186,6 @@ func (w *frameWriter) Write(p []byte) (int, error) {
 	}
 	if len(*held)+len(p) <= maxFrameBuf {
 		*held = append(*held, p...)
-		w.mu.Unlock()
 		return len(p), nil
 	}
 	// More than a pooled buffer keeps (a snapshot of hundreds of locks): what is held
@@ -132,10 +193,66 @@ func (w *frameWriter) Write(p []byte) (int, error) {
 	// frame can come between (coder/websocket's write lock), nor release (its caller
 	// writes this frame).
 	w.held = nil
-	w.mu.Unlock()
 	first := int64(len(*held))
 	bufs := net.Buffers{*held, p} // one writev(2) on a TCP connection
 	n, err := bufs.WriteTo(w.nc)
 	putFrameBuf(held)
 	return int(max(n-first, 0)), err
+}
+
+// tryResult is what tryWrite did.
+type tryResult int
+
+const (
+	tryNot     tryResult = iota // nothing written: queue the frame as usual
+	tryDone                     // the whole frame is written
+	tryPartial                  // part of it is written; flush writes the rest
+)
+
+// tryWrite writes frame, whole websocket frames (textFrame), in one write(2) that
+// never waits: not at all when another write holds the connection, something is held
+// or left over, or a close frame went; what the kernel does not take now is kept for
+// flush. An error other than a full socket writes nothing: the writer, trying the
+// usual way, meets it again and reports it.
+func (w *frameWriter) tryWrite(frame []byte) tryResult {
+	if w.raw == nil || !w.mu.TryLock() {
+		return tryNot
+	}
+	defer w.mu.Unlock()
+	if w.holding || w.rest != nil || w.closing {
+		return tryNot
+	}
+	var n int
+	var werr error
+	err := w.raw.Write(func(fd uintptr) bool {
+		n, werr = syscall.Write(int(fd), frame)
+		return true // never wait for the socket: flush does
+	})
+	switch {
+	case err != nil: // closed, or a write deadline of a writer's passed
+		return tryNot
+	case werr == nil && n == len(frame):
+		return tryDone
+	case werr == nil || werr == syscall.EAGAIN || werr == syscall.EINTR:
+		w.rest = frame[max(n, 0):]
+		return tryPartial
+	default: // EPIPE, ECONNRESET: nothing was written
+		return tryNot
+	}
+}
+
+// textFrame appends to dst payload as one unmasked text frame, as a server sends it
+// (RFC 6455 §5.2): what coder/websocket would write for it, made once for every socket.
+func textFrame(dst, payload []byte) []byte {
+	const finText = 0x81
+	switch n := len(payload); {
+	case n <= 125:
+		dst = append(dst, finText, byte(n))
+	case n <= 0xffff:
+		dst = append(dst, finText, 126, byte(n>>8), byte(n))
+	default:
+		dst = append(dst, finText, 127)
+		dst = binary.BigEndian.AppendUint64(dst, uint64(n))
+	}
+	return append(dst, payload...)
 }

@@ -59,7 +59,8 @@ import (
 //
 // # Locks and writes
 //
-// mu is never held across a network write, nor while another lock is taken: a
+// mu is never held across a network write that may wait (pushWire's never does), nor
+// while another lock is taken (pushWire only tries frameWriter's): a
 // sender's callers hold no lock of the socket's (conn.mu) when they call it, or hold
 // the hub's read lock only (the feed), and it calls out (the metrics) with
 // mu released. The one lock held across a write is frameWriter's, by release, so that
@@ -196,6 +197,44 @@ func (s *sender) pushLocked(key string, f outFrame) bool {
 		s.startWriterLocked()
 	}
 	return true
+}
+
+// pushWire is push for an event, whose wire bytes (textFrame) are made once for every
+// socket: on an idle socket (nothing queued or being written, nothing held for key)
+// it writes them at once on the caller's goroutine, in a write(2) that never waits
+// (frameWriter.tryWrite), where push would start a writer goroutine to write them.
+// The fan-out of an event to many idle watchers so costs one write(2) each, with no
+// goroutine, scheduling or framing per socket. What the kernel does not take at once
+// is written by a writer goroutine, before anything queued after it; a socket whose
+// connection another write holds gets the frame queued as by push. It never blocks:
+// mu is held across the write that never waits, so nothing is queued in between.
+func (s *sender) pushWire(key string, f outFrame, wire []byte) {
+	s.mu.Lock()
+	if s.writing || len(s.queue) > 0 || s.code != 0 || s.stopped || s.frames == nil || s.pending[key] != nil {
+		s.pushQueuedLocked(key, f)
+		return
+	}
+	switch s.frames.tryWrite(wire) {
+	case tryNot:
+		s.pushQueuedLocked(key, f)
+		return
+	case tryPartial:
+		s.writing = true
+		s.wg.Add(1)
+		go s.flushLoop()
+	}
+	s.mu.Unlock()
+	s.writes.Add(1)
+	s.sent(f)
+}
+
+// pushQueuedLocked is push with s.mu held, which it releases.
+func (s *sender) pushQueuedLocked(key string, f outFrame) {
+	ok := s.pushLocked(key, f)
+	s.mu.Unlock()
+	if !ok {
+		s.tooSlow(slowQueue)
+	}
 }
 
 // isAnswer reports whether a frame of type t answers a request: queued while a

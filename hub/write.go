@@ -36,6 +36,22 @@ func (s *sender) writeLoop() {
 	s.writeQueued()
 }
 
+// flushLoop is the writer goroutine of a socket whose frame pushWire could write only
+// in part: it writes the rest, within WriteTimeout, then what was queued meanwhile.
+func (s *sender) flushLoop() {
+	defer s.wg.Done()
+	_ = s.nc.SetWriteDeadline(time.Now().Add(s.cfg.writeTimeout)) // fails only on a closed conn, which the write reports
+	if err := s.frames.flush(); err != nil {
+		_ = s.writeFailed(err)
+		s.mu.Lock()
+		s.writing = false
+		s.mu.Unlock()
+		return
+	}
+	s.writes.Add(1)
+	s.writeQueued()
+}
+
 // writeQueued writes queued frames until the queue is empty or the socket closes. The
 // caller has set s.writing; it is cleared on return.
 func (s *sender) writeQueued() {
