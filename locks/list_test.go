@@ -96,7 +96,7 @@ func TestSweepInChunks(t *testing.T) {
 			if err != nil || !more {
 				t.Fatalf("one call over %d changes: more %v, %v; want candidates left", n, more, err)
 			}
-			// Each Sweep makes at most sweepCalls+1 calls: 1,536 changes need two.
+			// Each Sweep makes at most sweepCalls+1 calls of sweepWindow/32 candidates.
 			sweeps := (n + (sweepCalls+1)*sweepWindow/32 - 1) / ((sweepCalls + 1) * sweepWindow / 32)
 			for range sweeps {
 				if err := s.Locks.Sweep(ctx, tenant, "ApprovalRequest", 0); err != nil {
