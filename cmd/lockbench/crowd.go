@@ -425,7 +425,7 @@ func (m *Main) reportCrowd(b *inprocHub, r crowdResult) {
 			spreadOf(r, func(f crowdFigures) float64 { return ratioOf(f.hubCPU, f.hubBaseCPU) }).format("%.2f"))
 	}
 	// In a test the clients share the hubs' process: their CPU is not theirs alone.
-	if r.first.CPUSeconds > 0 && !m.crowdInProcess {
+	if r.first.CPUSeconds > 0 && !m.clientsInProcess {
 		fmt.Fprintf(w, "client CPU          %s µs per socket for connect + auth + %s, %s µs for connect + auth alone: %s\n",
 			spreadOf(r, func(f crowdFigures) float64 { return f.cliCPU }).format("%.0f"), ask,
 			spreadOf(r, func(f crowdFigures) float64 { return f.cliBaseCPU }).format("%.0f"),
@@ -474,11 +474,11 @@ func (c *crowdClients) quit() {
 	_ = c.wait()     // they said what went wrong on stderr
 }
 
-// startCrowdClients starts the clients' process (in a test, m.crowdInProcess: a
+// startCrowdClients starts the clients' process (in a test, m.clientsInProcess: a
 // goroutine of this one).
 func (m *Main) startCrowdClients(ctx context.Context) (*crowdClients, error) {
 	o := m.opt
-	if m.crowdInProcess {
+	if m.clientsInProcess {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		done := make(chan error, 1)

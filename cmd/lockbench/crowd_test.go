@@ -17,7 +17,7 @@ import (
 func TestCrowdRun(t *testing.T) {
 	srv := redistest.StartServer(t)
 	var out, errOut bytes.Buffer
-	m := &Main{Stdout: &out, Stderr: &errOut, crowdInProcess: true}
+	m := &Main{Stdout: &out, Stderr: &errOut, clientsInProcess: true}
 	if err := m.ParseFlags([]string{"-mode", "crowd", "-redis-url", srv.URL(), "-watchers", "50", "-dialers", "8", "-timeout", "1m", "-snapshot-locks", "3", "-rounds", "2"}); err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestCrowdRun(t *testing.T) {
 func TestCrowdRunPing(t *testing.T) {
 	srv := redistest.StartServer(t)
 	var out, errOut bytes.Buffer
-	m := &Main{Stdout: &out, Stderr: &errOut, crowdInProcess: true}
+	m := &Main{Stdout: &out, Stderr: &errOut, clientsInProcess: true}
 	if err := m.ParseFlags([]string{"-mode", "crowd", "-redis-url", srv.URL(), "-watchers", "50", "-dialers", "8", "-timeout", "1m", "-rounds", "1", "-crowd-ping", "-pipeline=false"}); err != nil {
 		t.Fatal(err)
 	}

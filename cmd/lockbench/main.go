@@ -43,9 +43,10 @@ type Main struct {
 	LookupEnv func(string) (string, bool)
 	opt       options
 	args      []string // as given, echoed in the report
-	// crowdInProcess runs -mode crowd's clients on goroutines of this process rather
-	// than in a child process: for tests, whose binary is not lockbench.
-	crowdInProcess bool
+	// clientsInProcess runs -mode crowd's clients and -mode share's load on goroutines
+	// of this process rather than in a child process: for tests, whose binary is not
+	// lockbench.
+	clientsInProcess bool
 }
 
 // options are the flags.
@@ -283,6 +284,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return m.runCrowd(ctx)
 	case m.opt.mode == modeForeign:
 		return m.runForeign(ctx)
+	case m.opt.mode == modeShare && m.opt.child:
+		return m.runShareChild(ctx)
 	case m.opt.mode == modeShare:
 		return m.runShare(ctx)
 	case m.opt.mode == modeFanout:

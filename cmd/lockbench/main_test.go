@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -216,7 +218,7 @@ func TestLeadingType(t *testing.T) {
 func TestShareRun(t *testing.T) {
 	srv := redistest.StartServer(t)
 	var out, errOut bytes.Buffer
-	m := &Main{Stdout: &out, Stderr: &errOut}
+	m := &Main{Stdout: &out, Stderr: &errOut, clientsInProcess: true}
 	args := []string{"-mode", "share", "-redis-url", srv.URL(), "-share-locks", "300", "-share-people", "2", "-share-for", "1s", "-timeout", "1m"}
 	if err := m.ParseFlags(args); err != nil {
 		t.Fatal(err)
@@ -245,7 +247,7 @@ func TestShareRunCluster(t *testing.T) {
 	addrs := cl.MasterAddrs()
 	url := "redis://" + addrs[0] + "?addr=" + strings.Join(addrs[1:], "&addr=")
 	var out, errOut bytes.Buffer
-	m := &Main{Stdout: &out, Stderr: &errOut}
+	m := &Main{Stdout: &out, Stderr: &errOut, clientsInProcess: true}
 	args := []string{"-mode", "share", "-redis-cluster", "-redis-url", url, "-share-locks", "300", "-share-people", "2", "-share-for", "1s", "-timeout", "1m"}
 	if err := m.ParseFlags(args); err != nil {
 		t.Fatal(err)
@@ -259,4 +261,91 @@ func TestShareRunCluster(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
 	}
+}
+
+// TestShareChild: the load's process of -mode share (runShareChild), driven as the
+// parent drives it: READY once its people's sockets are open, then, when its stdin
+// ends, RESULT with what they sent, every kind of request among it.
+func TestShareChild(t *testing.T) {
+	srv := redistest.StartServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ih, err := startHub(ctx, srv.URL(), "ApprovalRequest", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := ih.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var errOut bytes.Buffer
+	m := &Main{Stdin: inR, Stdout: outW, Stderr: &errOut}
+	if err := m.ParseFlags([]string{"-mode", "share", "-child", "-redis-url", srv.URL(), "-url", ih.url, "-token-url", ih.token,
+		"-tenant", "big", "-type", "ApprovalRequest", "-share-people", "2", "-timeout", "1m"}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := m.Run(ctx)
+		_ = outW.CloseWithError(err)
+		done <- err
+	}()
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(nil, 1<<20)
+	if !sc.Scan() || sc.Text() != "READY" {
+		t.Fatalf("first line %q (%v), want READY; stderr: %s", sc.Text(), sc.Err(), errOut.String())
+	}
+	// A person sends a claim after one of each other kind: poll the hub's count of
+	// the claims that came in, with a deadline.
+	deadline := time.Now().Add(30 * time.Second)
+	for claimsIn(t, ih) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the people sent no claims within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = inW.Close()
+	if !sc.Scan() {
+		t.Fatalf("no RESULT after stdin ended: %v; stderr: %s", sc.Err(), errOut.String())
+	}
+	line, ok := strings.CutPrefix(sc.Text(), "RESULT ")
+	if !ok {
+		t.Fatalf("got %q, want RESULT", sc.Text())
+	}
+	var res shareResult
+	if err := json.Unmarshal([]byte(line), &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range loadKinds {
+		if res.Requests[kind] == 0 {
+			t.Errorf("no %s counted: %v", kind, res.Requests)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the child: %v", err)
+	}
+}
+
+// claimsIn is the claim frames the hub has read.
+func claimsIn(t *testing.T, ih *inprocHub) float64 {
+	mfs, err := ih.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "lockhub_hub_frames_in_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "type" && l.GetValue() == string(protocol.FrameClaim) {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -101,3 +101,23 @@ func (c *rawConn) Close() {
 		_ = c.ws.CloseNow() // a benchmark's socket: nothing to tell
 	}
 }
+
+// drain reads and drops every frame until the socket ends, on a goroutine of its own;
+// the returned func closes the socket and waits for that goroutine. For a socket that
+// only watches (a grid left open), which the hub would close as a slow reader if its
+// events were left unread.
+func (c *rawConn) drain() (closeAndWait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if _, _, err := c.ws.Read(context.Background()); err != nil {
+				return // closed: by closeAndWait, or the hub
+			}
+		}
+	}()
+	return func() {
+		c.Close()
+		<-done
+	}
+}
