@@ -24,8 +24,11 @@
 // frames go to a handler goroutine, started when a frame arrives and gone when none is
 // left, which answers them one at a time, in order, and writes its own answers (those of
 // frames that came together in one write(2), see frameWriter in hijack.go). Events
-// go through the socket's sender (sender.go), a bounded queue, to a writer goroutine
-// that likewise exists only while there is something to write. An idle socket is thus one goroutine parked in a read,
+// go through the socket's sender (sender.go): to an idle socket the feed writes an event
+// itself, framed once for all its watchers, in a write(2) that never waits (pushWire;
+// a crowd's writes are shared among as many goroutines as cores); otherwise into a
+// bounded queue, for a writer goroutine that exists only while there is something to
+// write. An idle socket is thus one goroutine parked in a read,
 // with a small stack, and one timer: for its heartbeat, and for its auth timeout, then
 // its token's expiry.
 // A client that lets its send queue overflow is closed with 4429, so one slow reader
@@ -145,10 +148,13 @@
 // has an owner that joins it: a socket's reader is started by ServeHTTP and joined by
 // Shutdown; its handler, heartbeat, writer and close handshake are joined by its reader before it
 // tears down; the feed, sweeper, resync, release and view-refresh goroutines and the
-// Member's Run (which joins its own) are started and joined by Run. No lock of the hub's or a socket's is held across a network write or
-// a store call: the hub's lock guards the socket and watcher sets (read-locked while an
-// event is queued, which never blocks), each socket's lock its inbox, timer and
-// heartbeat, and its sender's lock, never held with the socket's, what it has to send.
-// The one lock held across a write is a socket's frame writer's, by its release, so
-// that a Pong or close frame waits behind the frames held before it.
+// Member's Run (which joins its own) are started and joined by Run; the goroutines a
+// crowd's fan-out is shared among, by the feed's goroutine, before the next event. No
+// lock of the hub's or a socket's is held across a network write that may wait or a
+// store call: the hub's lock guards the socket and watcher sets (read-locked while an
+// event is handed out, which never blocks), each socket's lock its inbox, timer and
+// heartbeat, and its sender's lock, never held with the socket's, what it has to send
+// (held across the feed's write that never waits). The one lock held across every write
+// is a socket's frame writer's, so that a Pong or close frame never comes inside or
+// ahead of the frames written or held before it; the feed only tries it.
 package hub
