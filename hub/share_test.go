@@ -18,7 +18,7 @@ import (
 func TestFairShareSockets(t *testing.T) { onRealRedis(t, testFairShareSockets) }
 
 func testFairShareSockets(t *testing.T, ca, cb redis.UniversalClient) {
-	share := func(c *locks.Config) { c.MaxLocksPerPerson, c.MaxChangesPerPerson, c.ChangesBurst = 2, 1, 4 }
+	share := func(c *locks.Config) { c.MaxLocksPerPerson, c.MaxChangesPerPerson, c.ChangesBurst = 2, 0.01, 4 }
 	a := startHub(t, ca, hubOptions{store: share})
 	b := startHub(t, cb, hubOptions{store: share, dev: a.dev})
 	ctx := tctx(t)

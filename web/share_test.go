@@ -15,7 +15,7 @@ import (
 // Retry-After.
 func TestFairShareHTTP(t *testing.T) {
 	rdb := redistest.StartServer(t).Client(t)
-	share := func(c *locks.Config) { c.MaxLocksPerPerson, c.MaxChangesPerPerson, c.ChangesBurst = 2, 1, 4 }
+	share := func(c *locks.Config) { c.MaxLocksPerPerson, c.MaxChangesPerPerson, c.ChangesBurst = 2, 0.01, 4 }
 	a := newEnv(t, envOpts{lockRDB: rdb, noDemo: true, store: share})
 	b := newEnv(t, envOpts{lockRDB: rdb, noDemo: true, store: share})
 	// Each instance signs development tokens of its own: the same person twice.
