@@ -80,6 +80,7 @@ type options struct {
 	shareLocks  int
 	sharePeople int
 	shareFor    time.Duration
+	smallChild  bool
 	cluster     bool // -redis-cluster
 }
 
@@ -114,6 +115,7 @@ func (m *Main) ParseFlags(args []string) error {
 		"else a store for the direct side of the ratio (empty: no ratio)")
 	fs.BoolVar(&o.inproc, "inproc", false, "start a hub in this process and run the clients in a child process")
 	fs.BoolVar(&o.child, "child", false, "internal: run the clients only, driven by the parent on stdin/stdout")
+	fs.BoolVar(&o.smallChild, "share-small", false, "internal, with -mode share -child: run the small tenant's claims for -share-for, not the big tenant's load")
 	fs.IntVar(&o.watchers, "watchers", 1000, "watching sockets")
 	fs.IntVar(&o.claimers, "claimers", 4, "claiming sockets")
 	fs.IntVar(&o.claims, "claims", 50, "claims per claimer, each released half a claim spacing later")
@@ -284,6 +286,8 @@ func (m *Main) Run(ctx context.Context) error {
 		return m.runCrowd(ctx)
 	case m.opt.mode == modeForeign:
 		return m.runForeign(ctx)
+	case m.opt.mode == modeShare && m.opt.child && m.opt.smallChild:
+		return m.runSmallChild(ctx)
 	case m.opt.mode == modeShare && m.opt.child:
 		return m.runShareChild(ctx)
 	case m.opt.mode == modeShare:

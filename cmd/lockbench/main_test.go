@@ -349,3 +349,47 @@ func claimsIn(t *testing.T, ih *inprocHub) float64 {
 	}
 	return 0
 }
+
+// TestShareSmallChild: the small tenant's process of -mode share (runSmallChild) claims
+// and releases for -share-for and reports every claim's latency.
+func TestShareSmallChild(t *testing.T) {
+	srv := redistest.StartServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ih, err := startHub(ctx, srv.URL(), "ApprovalRequest", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := ih.stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut}
+	if err := m.ParseFlags([]string{"-mode", "share", "-child", "-share-small", "-redis-url", srv.URL(), "-url", ih.url, "-token-url", ih.token,
+		"-tenant", "small", "-type", "ApprovalRequest", "-share-for", "1s", "-timeout", "1m"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(ctx); err != nil {
+		t.Fatalf("Run: %v; stderr: %s", err, errOut.String())
+	}
+	line, ok := strings.CutPrefix(strings.TrimSpace(out.String()), "RESULT ")
+	if !ok {
+		t.Fatalf("output %q, want RESULT", out.String())
+	}
+	var r smallResult
+	if err := json.Unmarshal([]byte(line), &r); err != nil {
+		t.Fatal(err)
+	}
+	// 16 people, a pair each every 0.5 s from a start spread over the first 0.5 s: at
+	// least one claim each in 1 s.
+	if len(r.Latencies) < smallPeople || r.Unknown != 0 {
+		t.Fatalf("%d claims, %d failed open; want at least %d, none failed", len(r.Latencies), r.Unknown, smallPeople)
+	}
+	for _, d := range r.Latencies {
+		if d <= 0 {
+			t.Fatalf("a claim took %v", d)
+		}
+	}
+}

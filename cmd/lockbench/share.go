@@ -137,14 +137,14 @@ func (m *Main) runShare(ctx context.Context) error {
 	defer closeWatcher()
 	res.CatchUpSeconds = caughtUp.Seconds()
 	phase := o.shareFor
-	if res.Alone, err = measurePhase(ctx, rdb, &scl, phase, nil); err != nil {
+	if res.Alone, err = m.measurePhase(ctx, rdb, &scl, phase, nil); err != nil {
 		return fmt.Errorf("alone: %w", err)
 	}
 	load, err := m.startShareLoad(ctx, cl, o.sharePeople)
 	if err != nil {
 		return err
 	}
-	res.Loaded, err = measurePhase(ctx, rdb, &scl, phase, &res)
+	res.Loaded, err = m.measurePhase(ctx, rdb, &scl, phase, &res)
 	if lerr := load.finish(&res); err == nil && lerr != nil {
 		return fmt.Errorf("the big tenant's load: %w", lerr)
 	}
@@ -219,7 +219,7 @@ func settleTenant(ctx context.Context, ih *inprocHub, cl *client, n int) (func()
 // measurePhase runs the small tenant's claimers for d, with SLOWLOG recording commands
 // over slowlogFloor and Redis's CPU read before and after. With into, the slow kinds of
 // command are added to it.
-func measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *client, d time.Duration, into *shareResult) (sharePhase, error) {
+func (m *Main) measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *client, d time.Duration, into *shareResult) (sharePhase, error) {
 	if err := eachNode(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
 		if err := n.ConfigSet(ctx, "slowlog-log-slower-than", strconv.Itoa(slowlogFloor)).Err(); err != nil {
 			return err
@@ -241,7 +241,7 @@ func measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *client, d 
 		return sharePhase{}, err
 	}
 	start := time.Now()
-	lat, unknown, err := smallClaims(ctx, cl, d)
+	lat, unknown, err := m.runSmall(ctx, cl, d)
 	if err != nil {
 		return sharePhase{}, err
 	}
@@ -445,6 +445,64 @@ func smallClaims(ctx context.Context, cl *client, d time.Duration) ([]time.Durat
 	}
 	wg.Wait()
 	return lat, unknown, errors.Join(errs...)
+}
+
+// smallResult is what the small tenant's process reports (runSmallChild).
+type smallResult struct {
+	Latencies []time.Duration `json:"latencies"`
+	Unknown   int             `json:"unknown"`
+}
+
+// runSmall runs the small tenant's claims for d (smallClaims) in a child process, or, in
+// a test (m.clientsInProcess), on goroutines of this one. Its people are browsers on
+// other machines too: in the hub's process their goroutines would wait for the hub's
+// turns, and their latency would count the hub's scheduling of its load, not the hub's
+// answer.
+func (m *Main) runSmall(ctx context.Context, cl *client, d time.Duration) ([]time.Duration, int, error) {
+	if m.clientsInProcess {
+		return smallClaims(ctx, cl, d)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, 0, err
+	}
+	o := m.opt
+	cmd := exec.CommandContext(ctx, exe, "-mode", modeShare, "-child", "-share-small", "-redis-url", o.redisURL,
+		"-url", cl.url, "-token-url", cl.tokenURL, "-tenant", cl.tenant, "-type", cl.typ,
+		"-share-for", d.String(), "-timeout", o.timeout.String())
+	cmd.Stderr = m.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, 0, fmt.Errorf("the small tenant's process: %w", err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
+			var r smallResult
+			if err := json.Unmarshal([]byte(rest), &r); err != nil {
+				return nil, 0, err
+			}
+			return r.Latencies, r.Unknown, nil
+		}
+	}
+	return nil, 0, errors.New("the small tenant's process ended without a result")
+}
+
+// runSmallChild is the small tenant's process of -mode share: smallClaims on -tenant at
+// -url for -share-for, then RESULT and every claim's latency.
+func (m *Main) runSmallChild(ctx context.Context) error {
+	o := m.opt
+	cl := &client{url: o.url, tokenURL: o.tokenURL, tenant: o.tenant, typ: o.entityType, http: &http.Client{Timeout: 30 * time.Second}}
+	defer cl.http.CloseIdleConnections()
+	lat, unknown, err := smallClaims(ctx, cl, o.shareFor)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(smallResult{Latencies: lat, Unknown: unknown})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(m.Stdout, "RESULT %s\n", b)
+	return err
 }
 
 // loadProcess is the big tenant's load running in a process of its own (see
