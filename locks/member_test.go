@@ -243,10 +243,10 @@ func TestMemberRedisLostItsData(t *testing.T) {
 	if err := c.FlushAll(ctx).Err(); err != nil { // what a restart without persistence leaves
 		t.Fatal(err)
 	}
+	// The holdings may come back before the warning: a holdings write of the member's
+	// own can land after the flush and before the next heartbeat finds the records gone.
+	redistest.Eventually(t, "the warning that Redis lost its data", func() bool { return strings.Contains(logs.String(), "Redis lost its data") })
 	redistest.Eventually(t, "the holdings written again", func() bool { return slices.Equal(heldBy(t, c, m.ID()), []Holding{h}) })
-	if !strings.Contains(logs.String(), "Redis lost its data") {
-		t.Fatalf("no warning that Redis lost its data (taken for dead %v):\n%s", count(m.met.takenForDead), logs.String())
-	}
 	if strings.Contains(logs.String(), "taken for dead") || count(m.met.takenForDead) != 0 {
 		t.Fatalf("a Redis that lost its data was taken for a reap of this instance:\n%s", logs.String())
 	}
