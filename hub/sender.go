@@ -153,11 +153,7 @@ func (s *sender) send(f outFrame) { s.push("", f) }
 // is queued (see beginSnapshot); key "" is never held. It never blocks.
 func (s *sender) push(key string, f outFrame) {
 	s.mu.Lock()
-	ok := s.pushLocked(key, f)
-	s.mu.Unlock()
-	if !ok {
-		s.tooSlow(slowQueue)
-	}
+	s.pushQueuedLocked(key, f)
 }
 
 // pushLocked is push with s.mu held. It reports false when the queue overflowed.
@@ -228,7 +224,7 @@ func (s *sender) pushWire(key string, f outFrame, wire []byte) {
 	s.sent(f)
 }
 
-// pushQueuedLocked is push with s.mu held, which it releases.
+// pushQueuedLocked queues f as push does, with s.mu held, which it releases.
 func (s *sender) pushQueuedLocked(key string, f outFrame) {
 	ok := s.pushLocked(key, f)
 	s.mu.Unlock()

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -493,24 +492,11 @@ func (m *Main) startCrowdClients(ctx context.Context) (*crowdClients, error) {
 			return <-done
 		}}, nil
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, exe, "-mode", modeCrowd, "-child", "-redis-url", o.redisURL,
+	cmd, in, out, err := m.startChild(ctx, "-mode", modeCrowd, "-child", "-redis-url", o.redisURL,
 		"-watchers", strconv.Itoa(o.watchers), "-dialers", strconv.Itoa(o.dialers),
 		"-tenant", o.tenant, "-type", o.entityType, "-timeout", o.timeout.String(),
 		"-pipeline="+strconv.FormatBool(o.pipeline))
-	cmd.Stderr = m.Stderr
-	in, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	return &crowdClients{in: in, out: bufio.NewScanner(out), wait: func() error {

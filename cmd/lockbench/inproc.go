@@ -234,34 +234,44 @@ func (m *Main) runInproc(ctx context.Context) error {
 	return nil
 }
 
+// startChild starts this program again with args, in a child process that ends with
+// ctx, its stderr on m.Stderr, and returns the pipes to its stdin and from its stdout.
+func (m *Main) startChild(ctx context.Context, args ...string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Stderr = m.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, err
+	}
+	return cmd, stdin, stdout, nil
+}
+
 // runChildProcess runs the clients in a child process of this program and returns its
 // result. measure runs once the child holds its watchers open and idle.
 func (m *Main) runChildProcess(ctx context.Context, ih *inprocHub, measure func(watchers int)) (loadResult, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return loadResult{}, err
-	}
 	o := m.opt
 	remaining := o.timeout
 	if d, ok := ctx.Deadline(); ok {
 		remaining = time.Until(d)
 	}
-	cmd := exec.CommandContext(ctx, exe, "-child",
+	cmd, stdin, stdout, err := m.startChild(ctx, "-child",
 		"-url", ih.url, "-token-url", ih.token,
 		"-watchers", strconv.Itoa(o.watchers), "-claimers", strconv.Itoa(o.claimers),
 		"-claims", strconv.Itoa(o.claims), "-rate", strconv.FormatFloat(o.rate, 'f', -1, 64),
 		"-dialers", strconv.Itoa(o.dialers), "-timeout", remaining.String(),
 		"-tenant", o.tenant, "-type", o.entityType, "-pairs", "0", "-floor", strconv.Itoa(o.floor))
-	cmd.Stderr = m.Stderr
-	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return loadResult{}, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return loadResult{}, err
-	}
-	if err := cmd.Start(); err != nil {
 		return loadResult{}, err
 	}
 	res, rerr := func() (loadResult, error) {

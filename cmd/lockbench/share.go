@@ -526,24 +526,11 @@ func (m *Main) startShareLoad(ctx context.Context, cl *client, people int) (load
 		}
 		return inprocLoad{l}, nil
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	o := m.opt
-	cmd := exec.CommandContext(ctx, exe, "-mode", modeShare, "-child", "-redis-url", o.redisURL,
+	cmd, in, out, err := m.startChild(ctx, "-mode", modeShare, "-child", "-redis-url", o.redisURL,
 		"-url", cl.url, "-token-url", cl.tokenURL, "-tenant", cl.tenant, "-type", cl.typ,
 		"-share-people", strconv.Itoa(people), "-timeout", o.timeout.String())
-	cmd.Stderr = m.Stderr
-	in, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	c := &childLoad{cmd: cmd, in: in, out: bufio.NewScanner(out), rest: out}
