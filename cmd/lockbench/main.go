@@ -80,6 +80,9 @@ type options struct {
 	shareLocks  int
 	sharePeople int
 	shareFor    time.Duration
+	sharePairs  int
+	hubFlags    []string
+	shareKinds  []string
 	smallChild  bool
 	cluster     bool // -redis-cluster
 }
@@ -126,7 +129,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "cap of the whole run")
 	fs.StringVar(&o.tenant, "tenant", "acme", "tenant of every token")
 	fs.StringVar(&o.entityType, "type", "ApprovalRequest", "entity type watched and claimed")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "with -inproc: write the hub process's CPU profile of the load phase here; with -mode crowd, of the crowd on B, and of the same crowd without the watch in <file>.connect (compare with pprof -diff_base); with -mode fanout, of the rounds")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "with -inproc: write the hub process's CPU profile of the load phase here; with -mode crowd, of the crowd on B, and of the same crowd without the watch in <file>.connect (compare with pprof -diff_base); with -mode fanout, of the rounds; with -mode share, of the hub in the first phase under load")
 	fs.StringVar(&o.memProfile, "memprofile", "", "with -inproc: write the hub process's heap profile, taken with the idle sockets open, here")
 	fs.StringVar(&o.mode, "mode", modeLoad, "what to measure: "+modeLoad+" (watchers and claimers on one hub) or "+modeForeign+
 		" (changes the .NET scripts make directly in Redis, seen by watchers of -instances in-process hubs on -redis-url; -watchers is per hub, default 1) or "+modeCrowd+
@@ -144,6 +147,16 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&o.shareLocks, "share-locks", 20000, "with -mode share: locks of the big tenant, all of -type (its quota, PROTOCOL.md §4)")
 	fs.IntVar(&o.sharePeople, "share-people", 4, "with -mode share: people of the big tenant sending every request the limits allow")
 	fs.DurationVar(&o.shareFor, "share-for", 20*time.Second, "with -mode share: how long each phase (alone, under load) measures")
+	fs.IntVar(&o.sharePairs, "share-pairs", 3, "with -mode share: pairs of phases (alone, then under load), alternated; each pair's ratio is reported")
+	fs.Func("hub-flags", "with -mode share: more flags for the hub, space-separated (\"--max-list-locks-per-tenant 20000\"): what a setting does to the fair share", func(v string) error {
+		o.hubFlags = strings.Fields(v)
+		return nil
+	})
+	fs.Func("share-kinds", "with -mode share: the big tenant's requests, comma-separated, of "+strings.Join(loadKinds, ",")+" (default all)", func(v string) error {
+		kinds, err := parseLoadKinds(v)
+		o.shareKinds = kinds
+		return err
+	})
 	fs.BoolVar(&o.cluster, "redis-cluster", false, "with -mode share: -redis-url is a Redis Cluster seed (more seeds as ?addr=host:port); the small tenant is put on the big tenant's shard")
 	lookup := m.LookupEnv
 	if lookup == nil {
@@ -213,6 +226,8 @@ func (m *Main) ParseFlags(args []string) error {
 			return p.Name("share-people", fmt.Errorf("must be 1 to %d", maxSharePeople))
 		case o.shareFor < time.Second || o.shareFor > 10*time.Minute:
 			return p.Name("share-for", errors.New("must be 1s to 10m"))
+		case o.sharePairs < 1 || o.sharePairs > maxSharePairs:
+			return p.Name("share-pairs", fmt.Errorf("must be 1 to %d", maxSharePairs))
 		}
 	} else if o.mode == modeFanout {
 		if err := o.checkFanout(p); err != nil {

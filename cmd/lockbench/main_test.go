@@ -55,6 +55,12 @@ func TestParseFlags(t *testing.T) {
 		{"a cluster without share", []string{"-mode", "foreign", "-redis-cluster", "-redis-url", "redis://127.0.0.1:6390/0"}, false},
 		{"share, too many people", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-people", "65"}, false},
 		{"share, too short", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-for", "10ms"}, false},
+		{"share, no pairs", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-pairs", "0"}, false},
+		{"share, too many pairs", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-pairs", "21"}, false},
+		{"share, some kinds", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-kinds", "watch, list"}, true},
+		{"share, no such kind", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-kinds", "watch,delete"}, false},
+		{"share, a kind twice", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-kinds", "list,list"}, false},
+		{"share, kinds empty", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-kinds", ""}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -219,7 +225,7 @@ func TestShareRun(t *testing.T) {
 	srv := redistest.StartServer(t)
 	var out, errOut bytes.Buffer
 	m := &Main{Stdout: &out, Stderr: &errOut, clientsInProcess: true}
-	args := []string{"-mode", "share", "-redis-url", srv.URL(), "-share-locks", "300", "-share-people", "2", "-share-for", "1s", "-timeout", "1m"}
+	args := []string{"-mode", "share", "-redis-url", srv.URL(), "-share-locks", "300", "-share-people", "2", "-share-for", "1s", "-share-pairs", "2", "-timeout", "1m"}
 	if err := m.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
@@ -227,13 +233,61 @@ func TestShareRun(t *testing.T) {
 		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
 	report := out.String()
-	for _, want := range []string{"a tenant of 300 locks and 2 of its people", "slowest command lockhub sent to Redis", "Redis CPU:", "small tenant's claims alone:      p50", "small tenant's claims under load: p50", `"locks":300`} {
+	for _, want := range []string{"a tenant of 300 locks and 2 of its people", "(watch, mine, adminLocks, list, claim)", "slowest command lockhub sent to Redis", "Redis CPU:", "small tenant's claims alone:      p50", "small tenant's claims under load: p50", "of 2 pairs pooled; each pair: ", `"locks":300`} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
 	}
 	if !strings.Contains(report, "watch:") || strings.Contains(report, "watch:0") {
 		t.Errorf("the big tenant's people sent no watch:\n%s", report)
+	}
+	var res shareResult
+	_, js, _ := strings.Cut(report, "json: ")
+	if err := json.Unmarshal([]byte(js), &res); err != nil {
+		t.Fatalf("the report's json: %v\n%s", err, report)
+	}
+	// Each pair measured its own claims, and the pooled phases hold them all: 16
+	// people, a pair each 0.5 s, so about 32 claims a phase of 1 s.
+	if len(res.Pairs) != 2 {
+		t.Fatalf("%d pairs, want 2", len(res.Pairs))
+	}
+	for i, p := range res.Pairs {
+		if p.Alone.N < smallPeople || p.Loaded.N < smallPeople {
+			t.Errorf("pair %d measured %d claims alone and %d under load, want at least %d each", i+1, p.Alone.N, p.Loaded.N, smallPeople)
+		}
+	}
+	if n := res.Pairs[0].Alone.N + res.Pairs[1].Alone.N; res.Alone.Claims.N != n {
+		t.Errorf("pooled alone: %d claims, the pairs measured %d", res.Alone.Claims.N, n)
+	}
+	if n := res.Pairs[0].Loaded.N + res.Pairs[1].Loaded.N; res.Loaded.Claims.N != n {
+		t.Errorf("pooled under load: %d claims, the pairs measured %d", res.Loaded.Claims.N, n)
+	}
+}
+
+// TestShareRunKinds: -share-kinds limits what the big tenant's people send.
+func TestShareRunKinds(t *testing.T) {
+	srv := redistest.StartServer(t)
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut, clientsInProcess: true}
+	args := []string{"-mode", "share", "-redis-url", srv.URL(), "-share-locks", "300", "-share-people", "2", "-share-for", "1s", "-share-pairs", "1", "-share-kinds", "mine,claim", "-timeout", "1m"}
+	if err := m.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	_, js, _ := strings.Cut(out.String(), "json: ")
+	var res shareResult
+	if err := json.Unmarshal([]byte(js), &res); err != nil {
+		t.Fatalf("the report's json: %v\n%s", err, out.String())
+	}
+	if res.Requests["mine"] == 0 || res.Requests["claim"] == 0 {
+		t.Errorf("requests %v, want mine and claim", res.Requests)
+	}
+	for _, k := range []string{"watch", "adminLocks", "list"} {
+		if res.Requests[k] != 0 {
+			t.Errorf("requests %v: %s sent, not asked for", res.Requests, k)
+		}
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,6 +40,7 @@ import (
 const (
 	maxShareLocks  = 100000
 	maxSharePeople = 64
+	maxSharePairs  = 20
 	// smallPeople claim and release in the small tenant, each a pair every
 	// smallPairEvery: 4 changes a second each, under a person's 5; 320 claims a
 	// phase of 10 s, so that the p99 is a percentile (the 4th slowest), not the
@@ -55,11 +55,16 @@ var errShareRedis = errors.New("-mode share measures Redis itself (SLOWLOG, INFO
 
 // shareResult is what -mode share reports, as JSON too.
 type shareResult struct {
-	Locks    int        `json:"locks"`
-	People   int        `json:"people"`
-	Alone    sharePhase `json:"alone"`
-	Loaded   sharePhase `json:"loaded"`
-	P99Ratio float64    `json:"p99Ratio"` // loaded p99 / alone p99
+	Locks  int      `json:"locks"`
+	People int      `json:"people"`
+	Kinds  []string `json:"kinds"` // what the big tenant's people send
+	// HubFlags are the hub's flags beside its defaults (-hub-flags).
+	HubFlags []string `json:"hubFlags,omitempty"`
+	// Alone and Loaded pool every pair's phase of that kind.
+	Alone    sharePhase  `json:"alone"`
+	Loaded   sharePhase  `json:"loaded"`
+	P99Ratio float64     `json:"p99Ratio"` // loaded p99 / alone p99, pooled
+	Pairs    []sharePair `json:"pairs"`
 	// CatchUpSeconds is how long the sweeper took to announce the locks written, once
 	// their type was watched.
 	CatchUpSeconds float64        `json:"catchUpSeconds"`
@@ -77,6 +82,13 @@ type sharePhase struct {
 	Unknown   int     `json:"unknown"`   // of its claims and releases, those that failed open
 	RedisCPU  float64 `json:"redisCpu"`  // Redis's CPU seconds a second
 	SlowestUs int64   `json:"slowestUs"` // the longest command SLOWLOG recorded
+}
+
+// sharePair is a phase alone and the phase under load after it.
+type sharePair struct {
+	Alone    summary `json:"alone"`
+	Loaded   summary `json:"loaded"`
+	P99Ratio float64 `json:"p99Ratio"`
 }
 
 // slowKind is one kind of slow command: the command and, for a script, its first key's
@@ -98,6 +110,7 @@ func (m *Main) runShare(ctx context.Context) error {
 	if o.cluster {
 		extra = append(extra, "--redis-cluster")
 	}
+	extra = append(extra, o.hubFlags...)
 	ih, err := startHub(ctx, o.redisURL, o.entityType, true, extra...)
 	if err != nil {
 		return err
@@ -125,7 +138,7 @@ func (m *Main) runShare(ctx context.Context) error {
 	scl := *cl
 	scl.tenant = small
 
-	res := shareResult{Locks: o.shareLocks, People: o.sharePeople, Requests: map[string]int{}, Refused: map[string]int{}}
+	res := shareResult{Locks: o.shareLocks, People: o.sharePeople, Kinds: o.loadKinds(), HubFlags: o.hubFlags, Requests: map[string]int{}, Refused: map[string]int{}}
 	// The big tenant's grid is open from here on: one socket watches its type, so the
 	// sweeper announces the locks the .NET API wrote. Both phases measure after it has
 	// caught up (a working day's writes are announced as they come); how long the
@@ -136,22 +149,44 @@ func (m *Main) runShare(ctx context.Context) error {
 	}
 	defer closeWatcher()
 	res.CatchUpSeconds = caughtUp.Seconds()
-	phase := o.shareFor
-	if res.Alone, err = m.measurePhase(ctx, rdb, &scl, phase, nil); err != nil {
-		return fmt.Errorf("alone: %w", err)
+	// Phases alone and under load alternate, so that a pair's ratio compares moments
+	// of the machine close together, and the spread of the pairs shows.
+	var alone, loaded []sharePhase
+	var aloneLat, loadedLat []time.Duration
+	for i := range o.sharePairs {
+		fmt.Fprintf(m.Stderr, "lockbench: pair %d: the small tenant alone\n", i+1)
+		a, lat, err := m.measurePhase(ctx, rdb, &scl, o.shareFor, &res)
+		if err != nil {
+			return fmt.Errorf("alone, pair %d: %w", i+1, err)
+		}
+		aloneLat = append(aloneLat, lat...)
+		load, err := m.startShareLoad(ctx, cl, o.sharePeople, res.Kinds)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(m.Stderr, "lockbench: pair %d: the small tenant under the big tenant's load\n", i+1)
+		stopCPU := func() {}
+		if o.cpuProfile != "" && i == 0 {
+			stopCPU = startCPUProfile(m.Stderr, o.cpuProfile) // the hub's process: the first phase under load
+		}
+		l, lat, err := m.measurePhase(ctx, rdb, &scl, o.shareFor, &res)
+		stopCPU()
+		if lerr := load.finish(&res); err == nil && lerr != nil {
+			return fmt.Errorf("the big tenant's load: %w", lerr)
+		}
+		if err != nil {
+			return fmt.Errorf("under load, pair %d: %w", i+1, err)
+		}
+		loadedLat = append(loadedLat, lat...)
+		alone, loaded = append(alone, a), append(loaded, l)
+		pair := sharePair{Alone: a.Claims, Loaded: l.Claims}
+		if a.Claims.P99 > 0 {
+			pair.P99Ratio = l.Claims.P99 / a.Claims.P99
+		}
+		res.Pairs = append(res.Pairs, pair)
+		fmt.Fprintf(m.Stderr, "lockbench: pair %d: p99 %.2f ms alone, %.2f ms under load: %.2f\n", i+1, a.Claims.P99, l.Claims.P99, pair.P99Ratio)
 	}
-	load, err := m.startShareLoad(ctx, cl, o.sharePeople)
-	if err != nil {
-		return err
-	}
-	res.Loaded, err = m.measurePhase(ctx, rdb, &scl, phase, &res)
-	if lerr := load.finish(&res); err == nil && lerr != nil {
-		return fmt.Errorf("the big tenant's load: %w", lerr)
-	}
-	if err != nil {
-		return fmt.Errorf("under load: %w", err)
-	}
-	res.SlowestUs = max(res.Alone.SlowestUs, res.Loaded.SlowestUs)
+	res.Alone, res.Loaded = pool(alone, aloneLat), pool(loaded, loadedLat)
 	if res.Alone.Claims.P99 > 0 {
 		res.P99Ratio = res.Loaded.Claims.P99 / res.Alone.Claims.P99
 	}
@@ -217,9 +252,9 @@ func settleTenant(ctx context.Context, ih *inprocHub, cl *client, n int) (func()
 }
 
 // measurePhase runs the small tenant's claimers for d, with SLOWLOG recording commands
-// over slowlogFloor and Redis's CPU read before and after. With into, the slow kinds of
-// command are added to it.
-func (m *Main) measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *client, d time.Duration, into *shareResult) (sharePhase, error) {
+// over slowlogFloor and Redis's CPU read before and after; it returns the phase and its
+// claims' latencies. With into, the slow kinds of command are added to it.
+func (m *Main) measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *client, d time.Duration, into *shareResult) (sharePhase, []time.Duration, error) {
 	if err := eachNode(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
 		if err := n.ConfigSet(ctx, "slowlog-log-slower-than", strconv.Itoa(slowlogFloor)).Err(); err != nil {
 			return err
@@ -229,7 +264,7 @@ func (m *Main) measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *
 		}
 		return n.SlowLogReset(ctx).Err()
 	}); err != nil {
-		return sharePhase{}, err
+		return sharePhase{}, nil, err
 	}
 	// Back to Redis's default; a node that does not answer now keeps the floor, which
 	// only logs more.
@@ -238,19 +273,19 @@ func (m *Main) measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *
 	})
 	cpu0, err := redisCPU(ctx, rdb)
 	if err != nil {
-		return sharePhase{}, err
+		return sharePhase{}, nil, err
 	}
 	start := time.Now()
 	lat, unknown, err := m.runSmall(ctx, cl, d)
 	if err != nil {
-		return sharePhase{}, err
+		return sharePhase{}, nil, err
 	}
 	took := time.Since(start)
 	cpu1, err := redisCPU(ctx, rdb)
 	if err != nil {
-		return sharePhase{}, err
+		return sharePhase{}, nil, err
 	}
-	p := sharePhase{Seconds: took.Seconds(), Claims: summarize(lat), Unknown: unknown, RedisCPU: (cpu1 - cpu0) / took.Seconds()}
+	p := sharePhase{Seconds: took.Seconds(), Claims: summarize(slices.Clone(lat)), Unknown: unknown, RedisCPU: (cpu1 - cpu0) / took.Seconds()}
 	var mu sync.Mutex
 	var logs []redis.SlowLog
 	if err := eachNode(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
@@ -260,7 +295,7 @@ func (m *Main) measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *
 		mu.Unlock()
 		return err
 	}); err != nil {
-		return sharePhase{}, err
+		return sharePhase{}, nil, err
 	}
 	kinds := map[string]*slowKind{}
 	for _, l := range logs {
@@ -277,12 +312,37 @@ func (m *Main) measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *
 		}
 	}
 	if into != nil {
+		for _, k := range into.Slow {
+			if kinds[k.Kind] == nil {
+				kinds[k.Kind] = &slowKind{Kind: k.Kind}
+			}
+			kinds[k.Kind].N += k.N
+			kinds[k.Kind].MaxUs = max(kinds[k.Kind].MaxUs, k.MaxUs)
+		}
+		into.Slow = into.Slow[:0]
 		for _, k := range kinds {
 			into.Slow = append(into.Slow, *k)
 		}
 		slices.SortFunc(into.Slow, func(a, b slowKind) int { return int(b.MaxUs - a.MaxUs) })
 	}
-	return p, nil
+	return p, lat, nil
+}
+
+// pool is the phases as one: their claims' latencies summarized together, time and
+// failures added, Redis's CPU weighted by time, the slowest command of them all.
+func pool(phases []sharePhase, lat []time.Duration) sharePhase {
+	p := sharePhase{Claims: summarize(lat)}
+	var cpu float64
+	for _, ph := range phases {
+		p.Seconds += ph.Seconds
+		p.Unknown += ph.Unknown
+		cpu += ph.RedisCPU * ph.Seconds
+		p.SlowestUs = max(p.SlowestUs, ph.SlowestUs)
+	}
+	if p.Seconds > 0 {
+		p.RedisCPU = cpu / p.Seconds
+	}
+	return p
 }
 
 // commandKind names a command of the SLOWLOG: lockhub's scripts by name, another
@@ -518,9 +578,9 @@ type loadProcess interface {
 // turns from the hub's, and the small tenant's claims would wait behind the load
 // generator rather than behind the hub and Redis, which is what is measured. It returns
 // once every person's socket is open.
-func (m *Main) startShareLoad(ctx context.Context, cl *client, people int) (loadProcess, error) {
+func (m *Main) startShareLoad(ctx context.Context, cl *client, people int, kinds []string) (loadProcess, error) {
 	if m.clientsInProcess {
-		l, err := startLoad(ctx, cl, people)
+		l, err := startLoad(ctx, cl, people, kinds)
 		if err != nil {
 			return nil, err
 		}
@@ -529,7 +589,7 @@ func (m *Main) startShareLoad(ctx context.Context, cl *client, people int) (load
 	o := m.opt
 	cmd, in, out, err := m.startChild(ctx, "-mode", modeShare, "-child", "-redis-url", o.redisURL,
 		"-url", cl.url, "-token-url", cl.tokenURL, "-tenant", cl.tenant, "-type", cl.typ,
-		"-share-people", strconv.Itoa(people), "-timeout", o.timeout.String())
+		"-share-people", strconv.Itoa(people), "-share-kinds", strings.Join(kinds, ","), "-timeout", o.timeout.String())
 	if err != nil {
 		return nil, err
 	}
@@ -567,8 +627,12 @@ func (c *childLoad) finish(res *shareResult) error {
 		if line, ok := strings.CutPrefix(c.out.Text(), "RESULT "); ok {
 			var got shareResult
 			err = json.Unmarshal([]byte(line), &got)
-			maps.Copy(res.Requests, got.Requests)
-			maps.Copy(res.Refused, got.Refused)
+			for k, v := range got.Requests {
+				res.Requests[k] += v
+			}
+			for k, v := range got.Refused {
+				res.Refused[k] += v
+			}
 			found = true
 		}
 	}
@@ -589,7 +653,7 @@ func (m *Main) runShareChild(ctx context.Context) error {
 	o := m.opt
 	cl := &client{url: o.url, tokenURL: o.tokenURL, tenant: o.tenant, typ: o.entityType, http: &http.Client{Timeout: 30 * time.Second}}
 	defer cl.http.CloseIdleConnections()
-	l, err := startLoad(ctx, cl, o.sharePeople)
+	l, err := startLoad(ctx, cl, o.sharePeople, o.loadKinds())
 	if err != nil {
 		return err
 	}
@@ -618,11 +682,35 @@ type shareLoad struct {
 // loadKinds are the requests a big tenant's person sends, in turn.
 var loadKinds = []string{"watch", "mine", "adminLocks", "list", "claim"}
 
+// parseLoadKinds reads -share-kinds: some of loadKinds, comma-separated, each once.
+func parseLoadKinds(v string) ([]string, error) {
+	var kinds []string
+	for k := range strings.SplitSeq(v, ",") {
+		k = strings.TrimSpace(k)
+		switch {
+		case !slices.Contains(loadKinds, k):
+			return nil, fmt.Errorf("%q is not one of %s", k, strings.Join(loadKinds, ","))
+		case slices.Contains(kinds, k):
+			return nil, fmt.Errorf("%q twice", k)
+		}
+		kinds = append(kinds, k)
+	}
+	return kinds, nil
+}
+
+// loadKinds are the requests the big tenant's people send: -share-kinds, or all.
+func (o *options) loadKinds() []string {
+	if len(o.shareKinds) == 0 {
+		return loadKinds
+	}
+	return o.shareKinds
+}
+
 // startLoad starts people sockets of cl's tenant (each with the admin role, for the
 // console's list), each sending the next of loadKinds as soon as the last is answered,
 // as fast as the hub's per-socket rate lets them; list goes over HTTP with the
 // person's token. Their sockets read answers without decoding them (rawConn).
-func startLoad(ctx context.Context, cl *client, people int) (*shareLoad, error) {
+func startLoad(ctx context.Context, cl *client, people int, kinds []string) (*shareLoad, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	l := &shareLoad{cancel: cancel, requests: map[string]int{}, refused: map[string]int{}}
 	for i := range people {
@@ -637,7 +725,7 @@ func startLoad(ctx context.Context, cl *client, people int) (*shareLoad, error) 
 			l.stop()
 			return nil, err
 		}
-		l.wg.Go(func() { l.person(ctx, cl, c, tok, i) })
+		l.wg.Go(func() { l.person(ctx, cl, c, tok, i, kinds) })
 	}
 	return l, nil
 }
@@ -645,12 +733,12 @@ func startLoad(ctx context.Context, cl *client, people int) (*shareLoad, error) 
 // person sends one person's requests until ctx is done, on a new socket when the hub
 // closed the last (4429: a snapshot of every lock is more than a slow reader keeps up
 // with), as the browser client reconnects.
-func (l *shareLoad) person(ctx context.Context, cl *client, c *rawConn, tok string, i int) {
+func (l *shareLoad) person(ctx context.Context, cl *client, c *rawConn, tok string, i int, kinds []string) {
 	defer func() { c.Close() }()
 	typ, _ := json.Marshal(cl.typ) // a string always encodes
 	onType := `,"entityType":` + string(typ)
 	for n := 0; ctx.Err() == nil; n++ {
-		kind := loadKinds[n%len(loadKinds)]
+		kind := kinds[n%len(kinds)]
 		var err error
 		switch kind {
 		case "watch":
@@ -703,10 +791,10 @@ func (l *shareLoad) count(res *shareResult) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k, v := range l.requests {
-		res.Requests[k] = v
+		res.Requests[k] += v
 	}
 	for k, v := range l.refused {
-		res.Refused[k] = v
+		res.Refused[k] += v
 	}
 }
 
@@ -744,11 +832,14 @@ func listHTTP(ctx context.Context, cl *client, tok string) error {
 
 func (m *Main) reportShare(ih *inprocHub, r shareResult) {
 	w := m.Stdout
-	fmt.Fprintf(w, "lockbench -mode share on %s: a tenant of %d locks and %d of its people sending what the limits allow, beside a small tenant of %d people\n",
-		ih.redis, r.Locks, r.People, smallPeople)
-	fmt.Fprintf(w, "  the %d locks written were announced %.1f s after their type was first watched (%.0f a second); both phases come after\n",
+	fmt.Fprintf(w, "lockbench -mode share on %s: a tenant of %d locks and %d of its people sending what the limits allow (%s), beside a small tenant of %d people\n",
+		ih.redis, r.Locks, r.People, strings.Join(r.Kinds, ", "), smallPeople)
+	if len(r.HubFlags) > 0 {
+		fmt.Fprintf(w, "  the hub's flags beside the defaults: %s\n", strings.Join(r.HubFlags, " "))
+	}
+	fmt.Fprintf(w, "  the %d locks written were announced %.1f s after their type was first watched (%.0f a second); every phase comes after\n",
 		r.Locks, r.CatchUpSeconds, float64(r.Locks)/max(r.CatchUpSeconds, 0.001))
-	fmt.Fprintf(w, "  slowest command lockhub sent to Redis: %.2f ms (%s)  goal <= 5 ms\n", float64(r.SlowestUs)/1000, r.SlowestKind)
+	fmt.Fprintf(w, "  slowest command lockhub sent to Redis in any phase: %.2f ms (%s)  goal <= 5 ms\n", float64(r.SlowestUs)/1000, r.SlowestKind)
 	for i, k := range r.Slow {
 		if i == 8 {
 			break
@@ -758,7 +849,11 @@ func (m *Main) reportShare(ih *inprocHub, r shareResult) {
 	fmt.Fprintf(w, "  Redis CPU: %.3f s/s alone, %.3f s/s under load\n", r.Alone.RedisCPU, r.Loaded.RedisCPU)
 	fmt.Fprintf(w, "  small tenant's claims alone:      %s, %d failed open\n", r.Alone.Claims, r.Alone.Unknown)
 	fmt.Fprintf(w, "  small tenant's claims under load: %s, %d failed open\n", r.Loaded.Claims, r.Loaded.Unknown)
-	fmt.Fprintf(w, "  p99 under load / alone: %.2f  goal <= 1.5\n", r.P99Ratio)
+	ratios := make([]string, len(r.Pairs))
+	for i, p := range r.Pairs {
+		ratios[i] = fmt.Sprintf("%.2f", p.P99Ratio)
+	}
+	fmt.Fprintf(w, "  p99 under load / alone: %.2f of %d pairs pooled; each pair: %s  goal <= 1.5\n", r.P99Ratio, len(r.Pairs), strings.Join(ratios, ", "))
 	fmt.Fprintf(w, "  the big tenant's requests: %v; refused: %v\n", r.Requests, r.Refused)
 	b, _ := json.Marshal(r) // our own types always encode
 	fmt.Fprintf(w, "  json: %s\n", b)
