@@ -23,7 +23,7 @@ func TestListPages(t *testing.T) {
 			s, _ := newStore(t, c, Config{Timeout: 10 * time.Second, MaxLocksPerPerson: 10000, ChangesBurst: 10000})
 			ctx := ctxT(t)
 			tenant := "pages-" + b.name
-			n := 2*listPage + 17
+			n := 2*ListPage + 17
 			for i := range n {
 				expect(t, protocol.OutcomeAcquired)(s.Locks.Claim(ctx, Ref{tenant, "ApprovalRequest", fmt.Sprintf("r-%04d", i)}, ada, ""))
 			}

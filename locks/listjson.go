@@ -35,11 +35,11 @@ func (s *Locks) ListJSON(ctx context.Context, tenant, entityType string) ([]byte
 	return b, nil
 }
 
-// listPage is how many index members one page of a list reads (list.lua): a page of
+// ListPage is how many index members one page of a list reads (list.lua): a page of
 // locks costs Redis a fraction of a millisecond, whatever the type's size. Pages of 256
 // made 96–350 commands over 1 ms in 10 s of lockbench -mode share, pages of 128 made
 // 2–8.
-const listPage = 128
+const ListPage = 128
 
 // readLive reads the stored values of a type's live locks, page by page (list.lua), each
 // page a script of its own, so that no command on a big type holds Redis for long
@@ -67,7 +67,7 @@ func (s *core) readPages(ctx context.Context, tenant, entityType string) ([]any,
 	var at map[string]int // key -> its place in out, from the second page on
 	for cursor := "i"; ; {
 		pctx, cancel := context.WithTimeout(ctx, s.timeout)
-		reply, err := s.sc.list.Run(pctx, s.rdb, keys, prefix, listPage, cursor).Slice()
+		reply, err := s.sc.list.Run(pctx, s.rdb, keys, prefix, ListPage, cursor).Slice()
 		cancel()
 		if err != nil {
 			return nil, err
