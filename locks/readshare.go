@@ -28,7 +28,8 @@ const SettingListLocksPerTenant = "max-list-locks-per-tenant"
 // a tenant's whole quota, about 0.06 s of Redis's CPU a second; the burst is five.
 // Measured with lockbench -mode share (4 people of a tenant at its quota listing in a
 // loop, 5 pairs of 10 s): at 50,000 a second another tenant's claim p99 was 2.57× its
-// p99 without them (Redis 0.23 s/s), at 30,000 1.79× (0.18), at 20,000 1.25× (0.16).
+// p99 without them (Redis 0.23 s/s), at 30,000 1.79× (0.18), at 20,000 1.25× (0.16),
+// and with bursts of 100,000 rather than 200,000 0.84× and 1.33× in two runs.
 // The rest of the lists' cost is the hub's and the machine's, not Redis's alone: a read
 // costs Redis about 2.8 µs a lock and the hub as much again, in short pieces.
 const (
