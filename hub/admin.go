@@ -50,19 +50,33 @@ func (c *conn) adminLocks(req protocol.Request) {
 		c.sendError(req, err)
 		return
 	}
-	c.out.send(outFrame{b: appendResultLocks(nil, req, ls), typ: protocol.FrameResult})
+	c.out.send(resultLocksFrame(req, ls))
 }
 
-// appendResultLocks appends the result frame answering req with locks, a JSON array
-// already encoded (protocol.Result's bytes for a list, built around the shared array).
+// resultLocksFrame is the result frame answering req with locks, a JSON array already
+// encoded (protocol.Result's bytes for a list, built around the shared array, which a
+// big one is written from: see sharedBody).
+func resultLocksFrame(req protocol.Request, locks []byte) outFrame {
+	if len(locks) >= sharedBody {
+		return outFrame{b: appendResultLocksHead(nil, req), body: locks, tail: closeBrace, typ: protocol.FrameResult}
+	}
+	return outFrame{b: appendResultLocks(nil, req, locks), typ: protocol.FrameResult}
+}
+
+// appendResultLocks appends resultLocksFrame's bytes to b.
 func appendResultLocks(b []byte, req protocol.Request, locks []byte) []byte {
 	b = slices.Grow(b, len(locks)+len(req.ID)+48)
+	b = appendResultLocksHead(b, req)
+	b = append(b, locks...)
+	return append(b, '}')
+}
+
+// appendResultLocksHead appends a result's bytes up to its locks.
+func appendResultLocksHead(b []byte, req protocol.Request) []byte {
 	id, _ := json.Marshal(req.ID) // a string always encodes
 	b = append(b, `{"id":`...)
 	b = append(b, id...)
-	b = append(b, `,"type":"`+string(protocol.FrameResult)+`","locks":`...)
-	b = append(b, locks...)
-	return append(b, '}')
+	return append(b, `,"type":"`+string(protocol.FrameResult)+`","locks":`...)
 }
 
 // forceRelease drops a lock of the socket's tenant whoever holds it; the store

@@ -241,18 +241,62 @@ func (w *frameWriter) tryWrite(frame []byte) tryResult {
 	}
 }
 
+// writeParts writes one text frame whose payload is parts one after another, with what
+// is held before it, in one writev(2) that waits for the socket under the connection's
+// write deadline, without copying the parts (a big answer's locks, shared by every
+// socket it answers). Only the sender's writer calls it, between whole messages of
+// coder/websocket, which flushes each one: nothing of coder/websocket's is buffered, and
+// its control frames come whole under mu, before or after this frame. After a close
+// frame it writes nothing and answers net.ErrClosed.
+func (w *frameWriter) writeParts(parts ...[]byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closing {
+		return net.ErrClosed
+	}
+	if err := w.flushLocked(); err != nil {
+		return err
+	}
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	// The frame's header and its first part (the answer's head, a few dozen bytes)
+	// join what is held, or a buffer of their own.
+	head := w.held
+	w.held = nil
+	if head == nil {
+		head = frameBufs.Get().(*[]byte)
+	}
+	defer putFrameBuf(head)
+	*head = append(frameHeader(*head, n), parts[0]...)
+	bufs := make(net.Buffers, 0, len(parts))
+	bufs = append(bufs, *head)
+	for _, p := range parts[1:] {
+		if len(p) > 0 {
+			bufs = append(bufs, p)
+		}
+	}
+	_, err := bufs.WriteTo(w.nc) // writev(2), again for what the kernel did not take
+	return err
+}
+
 // textFrame appends to dst payload as one unmasked text frame, as a server sends it
 // (RFC 6455 §5.2): what coder/websocket would write for it, made once for every socket.
 func textFrame(dst, payload []byte) []byte {
+	return append(frameHeader(dst, len(payload)), payload...)
+}
+
+// frameHeader appends to dst the header of an unmasked text frame of n bytes.
+func frameHeader(dst []byte, n int) []byte {
 	const finText = 0x81
-	switch n := len(payload); {
+	switch {
 	case n <= 125:
-		dst = append(dst, finText, byte(n))
+		return append(dst, finText, byte(n))
 	case n <= 0xffff:
-		dst = append(dst, finText, 126, byte(n>>8), byte(n))
+		return append(dst, finText, 126, byte(n>>8), byte(n))
 	default:
 		dst = append(dst, finText, 127)
-		dst = binary.BigEndian.AppendUint64(dst, uint64(n))
+		return binary.BigEndian.AppendUint64(dst, uint64(n))
 	}
-	return append(dst, payload...)
 }

@@ -3,6 +3,7 @@ package hub
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -274,5 +275,55 @@ func TestFanoutSplit(t *testing.T) {
 	}
 	if got, want := th.metric("lockhub_hub_events_delivered_total"), float64(events*len(watchers)); got != want {
 		t.Errorf("events delivered: %v, want %v", got, want)
+	}
+}
+
+// TestSharedBodyFrames: a frame whose locks are a shared body (outFrame.body) reaches
+// the client whole, in order among frames written the usual way and among held ones,
+// in each length a frame header has, and the shared bytes are not modified.
+func TestSharedBodyFrames(t *testing.T) {
+	p := newSenderPair(t, 64, func(c net.Conn) net.Conn { return c })
+	body := wirePayload(0, 300_000) // a snapshot's worth of locks, shared
+	shared := bytes.Clone(body)
+	big := outFrame{b: []byte(`{"id":"1","locks":`), body: body, tail: closeBrace, typ: protocol.FrameResult}
+	small := outFrame{b: []byte(`{"id":"2","locks":`), body: []byte("[]"), tail: closeBrace, typ: protocol.FrameResult}
+	mid := outFrame{b: []byte(`{"id":"3","locks":`), body: wirePayload(3, 70_000), tail: closeBrace, typ: protocol.FrameResult}
+
+	// Alone on an idle socket: one writev of its own.
+	p.s.send(big)
+	readWire(t, p, string(big.payload()))
+	p.idle(t)
+
+	// In one batch with frames written the usual way: held, then written in order.
+	p.s.mu.Lock() // the frames queue together, one batch for the writer
+	for _, f := range []outFrame{answer("a1"), big, answer("a2"), small, mid, answer("a3")} {
+		p.s.pushLocked("", f)
+	}
+	p.s.mu.Unlock()
+	readWire(t, p, "a1", string(big.payload()), "a2", string(small.payload()), string(mid.payload()), "a3")
+	p.idle(t)
+	if !bytes.Equal(body, shared) {
+		t.Fatal("writing the frame modified its shared body")
+	}
+	if got := p.th.metric("lockhub_hub_frames_out_total", "type=result"); got != 7 {
+		t.Errorf("frames counted written: %v, want 7", got)
+	}
+}
+
+// TestWritePartsAfterClose: once a close frame went, writeParts writes nothing and
+// says the connection is closed.
+func TestWritePartsAfterClose(t *testing.T) {
+	server, client := tcpPair(t)
+	w := newFrameWriter(server)
+	if _, err := w.Write([]byte{closeFrame, 2, 0x03, 0xe8}); err != nil { // 1000
+		t.Fatal(err)
+	}
+	if err := w.writeParts([]byte(`{"locks":`), []byte(`["Acquired"]`), closeBrace); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("writeParts after a close frame: %v, want net.ErrClosed", err)
+	}
+	_ = server.Close()
+	b, _ := io.ReadAll(client)
+	if bytes.Contains(b, []byte("Acquired")) {
+		t.Fatalf("the frame was written after the close frame: %q", b)
 	}
 }

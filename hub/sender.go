@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,12 +117,30 @@ type outFrame struct {
 	// back once the frame is written (see recycle). Only for a frame queued exactly
 	// once, to one socket: a watch's own snapshot.
 	buf *[]byte
+	// body, when set, is the middle of the payload, shared and never modified (a big
+	// list's encoded locks): the payload is b, body, then tail, and goes out from where
+	// the three are (frameWriter.writeParts), not copied into one frame. A snapshot of
+	// 20,000 locks is 4 MB; copying it for each socket it answers cost the hub a 4 MB
+	// allocation and copy per answer (see sharedBody).
+	body, tail []byte
 	// A presence frame's entity (viewPending) and the version of its viewers: a list
 	// older than one the socket was sent already is dropped, unless it answers a
 	// request (see pushLocked).
 	entity  string
 	version int64
 	answer  bool
+}
+
+// size is f's payload in bytes.
+func (f outFrame) size() int { return len(f.b) + len(f.body) + len(f.tail) }
+
+// payload is f's payload in one slice: b itself, or b, body and tail copied together
+// (a connection without a net.Conn, which coder/websocket writes whole).
+func (f outFrame) payload() []byte {
+	if f.body == nil {
+		return f.b
+	}
+	return slices.Concat(f.b, f.body, f.tail)
 }
 
 // frameBufs holds the buffers of frames built for one socket and written once (see

@@ -24,12 +24,30 @@ func encodeLocks(locks []protocol.Lock) []byte {
 // carries no id. The bytes are protocol.Snapshot's, built around the shared locks
 // rather than encoded for each watcher.
 func snapshotFrame(req protocol.Request, typ string, locks []byte) outFrame {
+	if len(locks) >= sharedBody {
+		return outFrame{b: appendSnapshotHead(nil, req, typ), body: locks, tail: closeBrace, typ: protocol.FrameSnapshot}
+	}
 	return outFrame{b: appendSnapshot(nil, req, typ, locks), typ: protocol.FrameSnapshot}
 }
+
+// sharedBody is the size from which an answer's locks go out from their shared array
+// (outFrame.body) rather than copied into the socket's frame: below it, one buffer
+// and one write(2) cost less than a writev(2) of three.
+const sharedBody = 16 << 10
+
+// closeBrace ends a frame whose locks are its body (outFrame.tail). Never modified.
+var closeBrace = []byte{'}'}
 
 // appendSnapshot appends snapshotFrame's bytes to b.
 func appendSnapshot(b []byte, req protocol.Request, typ string, locks []byte) []byte {
 	b = slices.Grow(b, len(locks)+len(typ)+len(req.ID)+64)
+	b = appendSnapshotHead(b, req, typ)
+	b = append(b, locks...)
+	return append(b, '}')
+}
+
+// appendSnapshotHead appends a snapshot's bytes up to its locks.
+func appendSnapshotHead(b []byte, req protocol.Request, typ string) []byte {
 	b = append(b, '{')
 	if req.ID != "" || req.HasID {
 		id, _ := json.Marshal(req.ID) // a string always encodes
@@ -40,7 +58,5 @@ func appendSnapshot(b []byte, req protocol.Request, typ string, locks []byte) []
 	b = append(b, `"type":"`+string(protocol.FrameSnapshot)+`","entityType":`...)
 	t, _ := json.Marshal(typ) // a checked name; encoded all the same
 	b = append(b, t...)
-	b = append(b, `,"locks":`...)
-	b = append(b, locks...)
-	return append(b, '}')
+	return append(b, `,"locks":`...)
 }

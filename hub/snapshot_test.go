@@ -340,10 +340,15 @@ func TestSnapshotFrameBytes(t *testing.T) {
 		{"empty id", protocol.Request{HasID: true}, []protocol.Lock{l}},
 		{"id to escape", protocol.Request{ID: "a\"b\\c</script>\u2028é"}, nil},
 		{"unsolicited", protocol.Request{}, nil},
+		{"big: the locks are the frame's shared body", protocol.Request{ID: "10"}, slices.Repeat([]protocol.Lock{l}, 200)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want, _ := json.Marshal(protocol.Snapshot{ID: tc.req.ID, HasID: tc.req.HasID, EntityType: typ, Locks: tc.locks})
-			if got := snapshotFrame(tc.req, typ, encodeLocks(tc.locks)).b; string(got) != string(want) {
+			f := snapshotFrame(tc.req, typ, encodeLocks(tc.locks))
+			if big := len(f.body) > 0; big != (len(tc.locks) == 200) {
+				t.Errorf("%d locks: the body is shared: %v", len(tc.locks), big)
+			}
+			if got := f.payload(); string(got) != string(want) {
 				t.Errorf("snapshot frame\n%s\nwant\n%s", got, want)
 			}
 		})
@@ -403,10 +408,15 @@ func TestResultLocksBytes(t *testing.T) {
 	}{
 		{"two", "9", []protocol.Lock{l, l}},
 		{"none", "a\"b\\c</script>\u2028é", nil},
+		{"big: the locks are the frame's shared body", "11", slices.Repeat([]protocol.Lock{l}, 200)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want, _ := json.Marshal(protocol.Result{ID: tc.id, Locks: tc.locks})
-			if got := appendResultLocks(nil, protocol.Request{ID: tc.id}, encodeLocks(tc.locks)); string(got) != string(want) {
+			f := resultLocksFrame(protocol.Request{ID: tc.id}, encodeLocks(tc.locks))
+			if big := len(f.body) > 0; big != (len(tc.locks) == 200) {
+				t.Errorf("%d locks: the body is shared: %v", len(tc.locks), big)
+			}
+			if got := f.payload(); string(got) != string(want) {
 				t.Errorf("result\n%s\nwant\n%s", got, want)
 			}
 		})

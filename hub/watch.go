@@ -36,6 +36,10 @@ func (c *conn) watch(req protocol.Request) {
 	if err != nil { // checked above; the store agrees
 		list = encodeLocks(nil)
 	}
+	if len(list) >= sharedBody {
+		c.out.endSnapshot(typ, start, snapshotFrame(req, typ, list)) // the locks go out from the shared array
+		return
+	}
 	// This frame is the socket's own and written once: its buffer is reused. A crowd
 	// builds one per socket, a snapshot's size each, the larger part of a watch's
 	// garbage and so of the collections a crowd pays for.

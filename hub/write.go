@@ -100,7 +100,7 @@ func (s *sender) writeBatch(frames []outFrame) error {
 				return nil
 			}
 			ctx, cancel := context.WithTimeout(s.cfg.ctx, s.cfg.writeTimeout)
-			err := s.ws.Write(ctx, websocket.MessageText, f.b)
+			err := s.ws.Write(ctx, websocket.MessageText, f.payload())
 			cancel()
 			if err != nil {
 				return s.writeFailed(err)
@@ -112,7 +112,7 @@ func (s *sender) writeBatch(frames []outFrame) error {
 	_ = s.nc.SetWriteDeadline(time.Now().Add(s.cfg.writeTimeout)) // fails only on a closed conn, which the write reports
 	// One frame that fits the buffer leaves in one write(2) as it is (+4: the header of
 	// a payload over 125 bytes); anything more is held and released together.
-	held := len(frames) > 1 || len(frames[0].b)+4 > connWriteBuffer
+	held := len(frames) > 1 || frames[0].size()+4 > connWriteBuffer
 	if held {
 		s.frames.hold()
 	}
@@ -122,7 +122,12 @@ func (s *sender) writeBatch(frames []outFrame) error {
 		if s.shut.Load() {
 			break
 		}
-		if err = s.ws.Write(s.cfg.writeCtx, websocket.MessageText, f.b); err != nil {
+		if f.body != nil {
+			err = s.frames.writeParts(f.b, f.body, f.tail)
+		} else {
+			err = s.ws.Write(s.cfg.writeCtx, websocket.MessageText, f.b)
+		}
+		if err != nil {
 			break
 		}
 		n++
