@@ -247,6 +247,10 @@ func TestRateLimit(t *testing.T) {
 	if got := th.metric("lockhub_hub_rate_limited_total"); int(got) != limited {
 		t.Errorf("rate limited counted = %v, want %d", got, limited)
 	}
+	// Counted by limit too, beside the hub's other limits (PROTOCOL.md §4).
+	if got := th.metric("lockhub_hub_limit_hits_total", "limit="+limitRequestRate); int(got) != limited {
+		t.Errorf("limit hits of %s = %v, want %d", limitRequestRate, got, limited)
+	}
 	// Within the grace the connection stays, and serves again once the bucket refills.
 	redistest.Eventually(t, "a request served after the burst", func() bool {
 		_, err := c.Mine(ctx)

@@ -203,6 +203,7 @@ func (c *conn) allow(now time.Time, req protocol.Request) bool {
 	}
 	c.overRate.last = now
 	c.h.met.rateLimited.Inc()
+	c.h.hitLimit(limitRequestRate, slog.String("tenant", c.ident.Tenant))
 	if now.Sub(c.overRate.first) >= c.h.cfg.OverRateGrace {
 		c.closeWith(protocol.CloseTooMany, reasonTooMany)
 		return false

@@ -49,6 +49,7 @@ const (
 	limitPreAuthFrame     = "pre_auth_frame"
 	limitPong             = "pong_timeout"
 	limitViews            = "max_views_per_socket"
+	limitRequestRate      = "requests_per_socket" // 50 a second, bursts of 100: the contract's, no setting
 )
 
 // Slow-reader reasons, the label values of lockhub_hub_slow_disconnects_total.
