@@ -79,7 +79,15 @@ func (s *core) shareArgs(tenant string) []any {
 type LimitError struct {
 	Setting string // SettingLocksPerPerson or SettingLocksPerTenant
 	Limit   int
+	// RetryAfter is the lease: a lock that nobody renews is gone within it, and one
+	// released frees a place at once. PROTOCOL.md §5 (version 3) gives every fair-share
+	// refusal over HTTP a Retry-After; the route table names it for rate_limited only,
+	// and this one costs a client that ignores it nothing.
+	RetryAfter time.Duration
 }
+
+// Wait is how long a client might wait before it tries again (HTTP's Retry-After).
+func (e *LimitError) Wait() time.Duration { return e.RetryAfter }
 
 func (e *LimitError) Error() string { return "locks: " + e.ClientMessage() }
 
@@ -129,7 +137,7 @@ func (s *core) refused(ctx context.Context, tenant string, limited bool, value s
 		if setting == SettingLocksPerTenant {
 			limit = s.share.perTenant
 		}
-		err = &LimitError{Setting: setting, Limit: limit}
+		err = &LimitError{Setting: setting, Limit: limit, RetryAfter: s.lease}
 	} else {
 		ms, _ := strconv.ParseInt(value, 10, 64)
 		err = &RateError{Setting: setting, RetryAfter: time.Duration(max(ms, 1)) * time.Millisecond}

@@ -11,8 +11,7 @@ import (
 
 // TestFairShareHTTP: the fair share of PROTOCOL.md §4 over HTTP, on two instances
 // sharing one real redis-server: the person's quota and rate are counted across them,
-// and a refusal is 429 with the code, a message naming the setting and, for the rate,
-// Retry-After.
+// and a refusal is 429 with the code, a message naming the setting and Retry-After.
 func TestFairShareHTTP(t *testing.T) {
 	rdb := redistest.StartServer(t).Client(t)
 	share := func(c *locks.Config) { c.MaxLocksPerPerson, c.MaxChangesPerPerson, c.ChangesBurst = 2, 0.01, 4 }
@@ -28,6 +27,12 @@ func TestFairShareHTTP(t *testing.T) {
 	wantStatus(t, r, 429, "too_many_locks")
 	if !strings.Contains(r.str("message"), locks.SettingLocksPerPerson) {
 		t.Fatalf("the refusal does not name the limit: %s", r.raw)
+	}
+	// PROTOCOL.md §5 (version 3): every fair-share refusal over HTTP carries
+	// Retry-After; for the quota it is the lease, within which a lock nobody renews is
+	// gone.
+	if got, want := r.header.Get("Retry-After"), strconv.Itoa(int(locks.DefaultLease.Seconds())); got != want {
+		t.Fatalf("too_many_locks: Retry-After %q, want %s (the lease)", got, want)
 	}
 	// A lock she holds may be claimed again: a renewal is never refused.
 	wantOutcome(t, b.do(req{method: "POST", path: path("r-1"), token: adaB}), 200, "renewed")
