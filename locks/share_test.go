@@ -81,6 +81,18 @@ func testLocksPerPerson(t *testing.T, b backend) {
 	if got := strings.Count(logs.String(), "raise --"+SettingLocksPerPerson); got != 1 {
 		t.Fatalf("%d warnings naming --%s for 3 refusals in a row, want 1:\n%s", got, SettingLocksPerPerson, logs.String())
 	}
+
+	// Another program releases one of hers (the .NET API deciding the request), and no
+	// sweep has looked since: her index still lists it, but a claim at the quota finds
+	// the lock gone and is allowed. Her count is what she holds, not what lockhub saw.
+	net := redistest.DotNet{C: c}
+	if ok, err := net.Release(ctx, tenant, "ApprovalRequest", "r-4", ada.OID); err != nil || !ok {
+		t.Fatalf(".NET release: %v %v", ok, err)
+	}
+	expect(t, protocol.OutcomeAcquired)(a.Locks.Claim(ctx, r("r-6"), ada, "c-9"))
+	if _, err := a.Locks.Claim(ctx, r("r-7"), ada, "c-9"); !isLimit(err, SettingLocksPerPerson) {
+		t.Fatalf("a claim past the quota again answered %v, want a LimitError", err)
+	}
 }
 
 func testLocksPerTenant(t *testing.T, b backend) {
