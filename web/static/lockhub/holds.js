@@ -11,7 +11,7 @@
  */
 
 import { safeCall } from './callback.js';
-import { holderNameOf, parseTime } from './format.js';
+import { cleanName, holderNameOf, parseTime } from './format.js';
 import { LockhubError } from './protocol.js';
 
 /** @typedef {import('./protocol.js').Lock} Lock */
@@ -451,7 +451,9 @@ export class Holds {
     e.status = 'ended';
     e.want = false;
     e.lock = null;
-    e.takenBy = ev.by ?? null;
+    // The name as every shown name is (PROTOCOL.md §6): another program may publish
+    // on the feed (§8), with a name no lockhub cleaned.
+    e.takenBy = ev.by ? { oid: ev.by.oid, name: cleanName(ev.by.name, ev.by.oid) } : null;
     e.takenAt = ev.at || new Date(this.#host.now()).toISOString();
     this.#notify(e);
   }

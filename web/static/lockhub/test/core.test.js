@@ -113,6 +113,22 @@ describe('holds and the waiting line (PROTOCOL.md §11)', () => {
     client.close();
   });
 
+  it('a lock of mine released by someone else ends the hold, their name cleaned (§6)', async () => {
+    for (const [name, want] of [['\u2028 Root\u2029 Admin ', 'Root Admin'], ['\u3164', 'u-root'], [undefined, 'u-root']]) {
+      const { client, clock, ws } = await connected(ADA);
+      const hold = client.hold(TYPE, 'r-7', () => {});
+      await settle();
+      answer(ws, 'claim', { type: 'result', outcome: 'acquired', lock: lockOf('r-7', ADA, clock) });
+      await settle();
+      assert.equal(hold.state.status, 'held');
+      ws.receive({ type: 'lock', op: 'Released', lock: lockOf('r-7', ADA, clock), by: { oid: 'u-root', name }, at: new Date(clock.now()).toISOString() });
+      await settle();
+      assert.equal(hold.state.status, 'ended');
+      assert.deepEqual(hold.state.takenBy, { oid: 'u-root', name: want }, `by the name ${JSON.stringify(name)}`);
+      client.close();
+    }
+  });
+
   it('does not claim on Released while it waits in line; takes the handoff without a claim', async () => {
     const { client, clock, ws, hold, view } = await blocked();
     ws.receive({
