@@ -97,6 +97,56 @@ func TestBodyDeadlineOnEveryRoute(t *testing.T) {
 	}
 }
 
+// TestBodyDripCut: a body that drips (a byte every 50 ms, never finished) is cut at the
+// body deadline like one that never comes: the deadline runs from the headers and is not
+// renewed by each byte (PROTOCOL.md §5, "Hardening (version 3)"), on a route that reads
+// no body and on one that does.
+func TestBodyDripCut(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	e := newEnvWith(t, func(c *web.Config) { c.BodyTimeout = timeout })
+	for _, target := range []string{"GET /healthz", "POST /dev/token"} {
+		t.Run(target, func(t *testing.T) {
+			conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			start := time.Now()
+			if _, err := io.WriteString(conn, target+" HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
+				t.Fatal(err)
+			}
+			stop, dripped := make(chan struct{}), make(chan struct{})
+			go func() { // the drip: one byte every 50 ms until the server cuts it off
+				defer close(dripped)
+				tick := time.NewTicker(50 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+						if _, err := conn.Write([]byte(" ")); err != nil {
+							return
+						}
+					}
+				}
+			}()
+			defer func() { close(stop); <-dripped }()
+			// The test's own bound, far beyond the timeout: a connection still open
+			// then is the bug.
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, err = io.Copy(io.Discard, conn)
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("a dripping body kept the connection open %s; the body timeout is %s", time.Since(start).Round(time.Millisecond), timeout)
+			}
+			if d := time.Since(start); d < timeout {
+				t.Fatalf("closed after %s, before the body timeout %s", d, timeout)
+			}
+		})
+	}
+}
+
 // TestRequestsPerPerson: over HTTP one person is served RequestRate a second with
 // bursts of RequestBurst; beyond, 429 rate_limited with Retry-After, counted; other
 // people are not slowed (PROTOCOL.md §4, "Fair share").
