@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/locks/redistest"
 )
@@ -13,7 +15,22 @@ import (
 // sharing one real redis-server: the person's quota and rate are counted across them,
 // and a refusal is 429 with the code, a message naming the setting and Retry-After.
 func TestFairShareHTTP(t *testing.T) {
-	rdb := redistest.StartServer(t).Client(t)
+	t.Run("standalone", func(t *testing.T) {
+		rdb := redistest.StartServer(t).Client(t)
+		testPersonShareHTTP(t, rdb)
+		testTenantQuotaHTTP(t, rdb)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("starts a 6-node cluster")
+		}
+		rdb := redistest.StartCluster(t).Client(t)
+		testPersonShareHTTP(t, rdb)
+		testTenantQuotaHTTP(t, rdb)
+	})
+}
+
+func testPersonShareHTTP(t *testing.T, rdb redis.UniversalClient) {
 	share := func(c *locks.Config) { c.MaxLocksPerPerson, c.MaxChangesPerPerson, c.ChangesBurst = 2, 0.01, 4 }
 	a := newEnv(t, envOpts{lockRDB: rdb, noDemo: true, store: share})
 	b := newEnv(t, envOpts{lockRDB: rdb, noDemo: true, store: share})
@@ -47,4 +64,28 @@ func TestFairShareHTTP(t *testing.T) {
 		t.Fatalf("Retry-After %q, want whole seconds, at least 1", r.header.Get("Retry-After"))
 	}
 	wantStatus(t, a.do(req{method: "GET", path: path("r-3"), token: adaA}), 200, "")
+}
+
+// testTenantQuotaHTTP: the tenant's quota over HTTP, the .NET API's locks counted toward
+// it and never refused; the refusal names the tenant's limit.
+func testTenantQuotaHTTP(t *testing.T, rdb redis.UniversalClient) {
+	e := newEnv(t, envOpts{lockRDB: rdb, noDemo: true, store: func(c *locks.Config) { c.MaxLocksPerTenant = 2 }})
+	path := func(uid string) string { return "/api/locks/ApprovalRequest/" + uid }
+	wantOutcome(t, e.do(req{method: "POST", path: path("r-1"), token: e.token("quota", "u-ada", "Ada Lovelace")}), 200, "acquired")
+	net := redistest.DotNet{C: rdb}
+	for _, uid := range []string{"n-1", "n-2"} { // the second is over the quota: written all the same
+		if ok, _, err := net.Claim(t.Context(), "quota", "ApprovalRequest", uid, "u-margot", "Margot Hamilton"); err != nil || !ok {
+			t.Fatalf(".NET claim of %s: %v %v, want it written (other programs are never refused)", uid, ok, err)
+		}
+	}
+	r := e.do(req{method: "POST", path: path("r-2"), token: e.token("quota", "u-grace", "Grace Hopper")})
+	wantStatus(t, r, 429, "too_many_locks")
+	if !strings.Contains(r.str("message"), locks.SettingLocksPerTenant) {
+		t.Fatalf("the refusal does not name the tenant's limit: %s", r.raw)
+	}
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("too_many_locks without Retry-After")
+	}
+	// Another tenant is not affected.
+	wantOutcome(t, e.do(req{method: "POST", path: path("r-2"), token: e.token("quota-other", "u-grace", "Grace Hopper")}), 200, "acquired")
 }
