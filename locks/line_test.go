@@ -554,24 +554,43 @@ func TestClaimManyFailOpen(t *testing.T) {
 // TestClaimManyRate: a bulk claim spends one change per entity it claims (PROTOCOL.md
 // §4, §12): a batch beyond the changes left is refused whole, rate_limited.
 func TestClaimManyRate(t *testing.T) {
-	mr := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { c.Close() })
-	s, _ := newStore(t, c, Config{MaxChangesPerPerson: 1, ChangesBurst: 5})
-	ctx := ctxT(t)
-	if r, err := s.Locks.ClaimMany(ctx, "acme", "ApprovalRequest", []string{"r-1", "r-2", "r-3"}, ada, ""); err != nil || r.Outcome != protocol.OutcomeAcquired {
-		t.Fatalf("3 of 5: %+v, %v", r, err)
-	}
-	_, err := s.Locks.ClaimMany(ctx, "acme", "ApprovalRequest", []string{"r-4", "r-5", "r-6"}, ada, "")
-	var re *RateError
-	if !errors.As(err, &re) || errorCode(err) != protocol.CodeRateLimited {
-		t.Fatalf("3 more with 2 left: %v, want a RateError", err)
-	}
-	if l, _ := s.Locks.Get(ctx, Ref{"acme", "ApprovalRequest", "r-4"}); l != nil {
-		t.Fatalf("r-4 is %+v after a refused batch", l)
-	}
-	// Renewing her own spends nothing.
-	if r, err := s.Locks.ClaimMany(ctx, "acme", "ApprovalRequest", []string{"r-1", "r-2", "r-3"}, ada, ""); err != nil || r.Outcome != protocol.OutcomeAcquired {
-		t.Fatalf("renewing 3: %+v, %v", r, err)
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			c := b.client(t)
+			tenant := "many-rate-" + b.name
+			s, _ := newStore(t, c, Config{MaxChangesPerPerson: 0.01, ChangesBurst: 5, Timeout: 10 * time.Second})
+			ctx := ctxT(t)
+			if r, err := s.Locks.ClaimMany(ctx, tenant, "ApprovalRequest", []string{"r-1", "r-2", "r-3"}, ada, ""); err != nil || r.Outcome != protocol.OutcomeAcquired {
+				t.Fatalf("3 of 5: %+v, %v", r, err)
+			}
+			_, err := s.Locks.ClaimMany(ctx, tenant, "ApprovalRequest", []string{"r-4", "r-5", "r-6"}, ada, "")
+			var re *RateError
+			if !errors.As(err, &re) || errorCode(err) != protocol.CodeRateLimited {
+				t.Fatalf("3 more with 2 left: %v, want a RateError", err)
+			}
+			if l, _ := s.Locks.Get(ctx, Ref{tenant, "ApprovalRequest", "r-4"}); l != nil {
+				t.Fatalf("r-4 is %+v after a refused batch", l)
+			}
+			// Renewing her own spends nothing.
+			if r, err := s.Locks.ClaimMany(ctx, tenant, "ApprovalRequest", []string{"r-1", "r-2", "r-3"}, ada, ""); err != nil || r.Outcome != protocol.OutcomeAcquired {
+				t.Fatalf("renewing 3: %+v, %v", r, err)
+			}
+			// A bulk release counts one per lock it drops: 3 with 2 left is refused and
+			// drops none; 2 of them pass, and the third waits for the rate.
+			if _, err := s.Locks.ReleaseMany(ctx, tenant, "ApprovalRequest", []string{"r-1", "r-2", "r-3"}, ada, ""); !errors.As(err, &re) {
+				t.Fatalf("releasing 3 with 2 left: %v, want a RateError", err)
+			}
+			for _, uid := range []string{"r-1", "r-2", "r-3"} {
+				if l, _ := s.Locks.Get(ctx, Ref{tenant, "ApprovalRequest", uid}); l == nil || l.HolderOID != ada.OID {
+					t.Fatalf("%s is %+v after a refused bulk release, want it still Ada's", uid, l)
+				}
+			}
+			if r, err := s.Locks.ReleaseMany(ctx, tenant, "ApprovalRequest", []string{"r-1", "r-2"}, ada, ""); err != nil || r.Count != 2 {
+				t.Fatalf("releasing 2 with 2 left: %+v, %v", r, err)
+			}
+			if _, err := s.Locks.ReleaseMany(ctx, tenant, "ApprovalRequest", []string{"r-3"}, ada, ""); !errors.As(err, &re) {
+				t.Fatalf("releasing a third with none left: %v, want a RateError", err)
+			}
+		})
 	}
 }
