@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockhub/lockhub/hub/auth"
 	"github.com/lockhub/lockhub/locks"
+	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -52,4 +53,39 @@ func testFairShareSockets(t *testing.T, ca, cb redis.UniversalClient) {
 	grace := b.dialAs("acme", protocol.Holder{OID: "u-grace", Name: "Grace Hopper"})
 	expect(t, protocol.OutcomeAcquired)(grace.Claim(ctx, typ, "g-1"))
 	expect(t, protocol.OutcomeReleased)(grace.Release(ctx, typ, "g-1"))
+}
+
+// TestTenantQuotaSockets: the tenant's quota through sockets of two instances, on one
+// real redis-server and on the 6-node cluster: the .NET API's locks count toward it and
+// are never refused, and a claim past it is an error frame naming the tenant's limit.
+func TestTenantQuotaSockets(t *testing.T) { onRealRedis(t, testTenantQuotaSockets) }
+
+func testTenantQuotaSockets(t *testing.T, ca, cb redis.UniversalClient) {
+	quota := func(c *locks.Config) { c.MaxLocksPerTenant = 3 }
+	a := startHub(t, ca, hubOptions{store: quota})
+	b := startHub(t, cb, hubOptions{store: quota, dev: a.dev})
+	ctx := tctx(t)
+	ada := a.dialAs("quota", protocol.Holder{OID: "u-ada", Name: "Ada Lovelace"})
+	grace := b.dialAs("quota", protocol.Holder{OID: "u-grace", Name: "Grace Hopper"})
+	expect(t, protocol.OutcomeAcquired)(ada.Claim(ctx, typ, "r-1"))
+	expect(t, protocol.OutcomeAcquired)(grace.Claim(ctx, typ, "r-2"))
+	net := redistest.DotNet{C: ca}
+	for _, uid := range []string{"n-1", "n-2"} { // the second is over the quota: written all the same
+		if ok, _, err := net.Claim(ctx, "quota", typ, uid, "u-margot", "Margot Hamilton"); err != nil || !ok {
+			t.Fatalf(".NET claim of %s: %v %v, want it written (other programs are never refused)", uid, ok, err)
+		}
+	}
+	for _, c := range []*protocol.Client{ada, grace} { // on either instance
+		_, err := c.Claim(ctx, typ, "r-3")
+		if pe := wantCode(t, err, protocol.CodeTooManyLocks); !strings.Contains(pe.Message, locks.SettingLocksPerTenant) {
+			t.Fatalf("the refusal %q does not name the tenant's limit", pe.Message)
+		}
+	}
+	// Once the .NET API releases its locks, there is room again.
+	for _, uid := range []string{"n-1", "n-2"} {
+		if ok, err := net.Release(ctx, "quota", typ, uid, "u-margot"); err != nil || !ok {
+			t.Fatalf(".NET release of %s: %v %v", uid, ok, err)
+		}
+	}
+	expect(t, protocol.OutcomeAcquired)(grace.Claim(ctx, typ, "r-3"))
 }
