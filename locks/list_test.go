@@ -3,6 +3,8 @@ package locks
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,5 +122,58 @@ func TestSweepInChunks(t *testing.T) {
 				t.Fatalf("%d Acquired announced for %d changes: some twice", events, n)
 			}
 		})
+	}
+}
+
+// TestSweepQuietReadsNoScores: once the sweep has caught up with a bulk write by another
+// program, a sweep of the type in which nothing changed finds each window of the index
+// equal to the seen set's at the same rank and reads no scores (ZMSCORE), on a real
+// redis-server. The two windows drifted a window apart for good after a bulk write, and
+// every quiet call of a big type then read both windows' scores.
+func TestSweepQuietReadsNoScores(t *testing.T) {
+	c := redistest.StartServer(t).Client(t)
+	s, _ := newStore(t, c, Config{Timeout: 10 * time.Second})
+	ctx := ctxT(t)
+	const tenant = "quiet"
+	net := redistest.DotNet{C: c}
+	n := 3*sweepWindow + sweepWindow/2 // the last window partial
+	for i := range n {
+		if ok, _, err := net.Claim(ctx, tenant, "ApprovalRequest", fmt.Sprintf("n-%04d", i), ada.OID, ada.Name); err != nil || !ok {
+			t.Fatalf(".NET claim: %v %v", ok, err)
+		}
+	}
+	calls := func(cmd string) int {
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, found := strings.Cut(info, "cmdstat_"+cmd+":calls=")
+		if !found {
+			return 0
+		}
+		v, _, _ := strings.Cut(rest, ",")
+		got, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("INFO commandstats: %q: %v", v, err)
+		}
+		return got
+	}
+	// The catch-up (every lock is a change to announce), then a round of the windows.
+	for range 2 {
+		if err := s.Locks.Sweep(ctx, tenant, "ApprovalRequest", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Locks.Sweep(ctx, tenant, "ApprovalRequest", 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls("evalsha"); got < n/sweepWindow+1 {
+		t.Fatalf("a sweep of %d locks made %d calls, want %d windows' worth", n, got, n/sweepWindow+1)
+	}
+	if got := calls("zmscore"); got != 0 {
+		t.Fatalf("a quiet sweep read scores %d times: its windows are not in step", got)
 	}
 }

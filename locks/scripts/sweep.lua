@@ -190,6 +190,15 @@ if full then
     end
   end
 end
+-- When the index and the seen set are as big as each other, the seen window follows the
+-- index's rank: a round over the index's ranks covers every rank of the seen set too, and
+-- windows at one rank hold the same members when nothing moved (aligned, above). Moving
+-- each on by its own length, they drifted a window apart for good after a bulk write
+-- (the seen set, smaller while it caught up, came round first), and no window was
+-- aligned again: every quiet call read both windows' scores, half of a big type's sweep.
+if not full and riNext ~= rsNext and redis.call('ZCARD', KEYS[1]) == redis.call('ZCARD', seen) then
+  rsNext = riNext
+end
 local cursor = riNext .. ' ' .. rsNext .. ' ' .. hcNext
 
 -- more: the windows have not come round to the start yet, or candidates were left.
