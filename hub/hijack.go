@@ -164,6 +164,11 @@ func (w *frameWriter) flushLocked() error {
 // closeFrame is the first byte of a close frame as a server writes it: FIN, opcode 8.
 const closeFrame = 0x88
 
+// errMaybeClosed is writeParts' answer once Write took a write for a close frame: a
+// guess, which a piece of a data frame that starts with closeFrame (a UTF-8
+// continuation byte, as in "ш") also makes.
+var errMaybeClosed = errors.New("hub: a close frame may have gone; write through coder/websocket")
+
 func (w *frameWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -246,13 +251,15 @@ func (w *frameWriter) tryWrite(frame []byte) tryResult {
 // write deadline, without copying the parts (a big answer's locks, shared by every
 // socket it answers). Only the sender's writer calls it, between whole messages of
 // coder/websocket, which flushes each one: nothing of coder/websocket's is buffered, and
-// its control frames come whole under mu, before or after this frame. After a close
-// frame it writes nothing and answers net.ErrClosed.
+// its control frames come whole under mu, before or after this frame. When Write took
+// something for a close frame it writes nothing and answers errMaybeClosed: the guess
+// may be a piece of a data frame (see Write), and the caller writes the frame through
+// coder/websocket, which knows.
 func (w *frameWriter) writeParts(parts ...[]byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closing {
-		return net.ErrClosed
+		return errMaybeClosed
 	}
 	if err := w.flushLocked(); err != nil {
 		return err

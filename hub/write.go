@@ -124,6 +124,11 @@ func (s *sender) writeBatch(frames []outFrame) error {
 		}
 		if f.body != nil {
 			err = s.frames.writeParts(f.b, f.body, f.tail)
+			if errors.Is(err, errMaybeClosed) {
+				// coder/websocket refuses a frame after a close frame it sent, and
+				// writes it otherwise: what was taken for one was a data frame's piece.
+				err = s.ws.Write(s.cfg.writeCtx, websocket.MessageText, f.payload())
+			}
 		} else {
 			err = s.ws.Write(s.cfg.writeCtx, websocket.MessageText, f.b)
 		}
