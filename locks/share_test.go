@@ -93,6 +93,13 @@ func testLocksPerPerson(t *testing.T, b backend) {
 	if _, err := a.Locks.Claim(ctx, r("r-7"), ada, "c-9"); !isLimit(err, SettingLocksPerPerson) {
 		t.Fatalf("a claim past the quota again answered %v, want a LimitError", err)
 	}
+	// A bulk claim counts the same way.
+	if ok, err := net.Release(ctx, tenant, "ApprovalRequest", "r-6", ada.OID); err != nil || !ok {
+		t.Fatalf(".NET release: %v %v", ok, err)
+	}
+	if res, err := a.Locks.ClaimMany(ctx, tenant, "ApprovalRequest", []string{"r-8"}, ada, "c-9"); err != nil || res.Outcome != protocol.OutcomeAcquired {
+		t.Fatalf("a bulk claim after another program released one of hers: %+v, %v; want acquired", res, err)
+	}
 }
 
 func testLocksPerTenant(t *testing.T, b backend) {

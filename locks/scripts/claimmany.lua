@@ -76,7 +76,7 @@ if raced then return reply('raced', false) end
 -- The fair share, for the batch as a whole (PROTOCOL.md §4, §12).
 if share ~= nil and fresh > 0 and named(oid) then
   local live = '(' .. ARGV[5]
-  if share.person > 0 and redis.call('ZCOUNT', person_key(oid), live, '+inf') + fresh > share.person then
+  if share.person > 0 and held(oid, share.person - fresh + 1) + fresh > share.person then
     return reply('tooMany', 'max-locks-per-person')
   end
   if share.tenant > 0 then

@@ -242,26 +242,30 @@ local function disown(oid, k)
   if named(oid) then redis.call('ZREM', person_key(oid), k) end
 end
 
--- over returns the setting a new lock of oid would pass, or nil: the person's quota,
--- and the tenant's when the lock is free (fresh; a takeover adds none to the tenant).
--- At the quota by the person's index, the entries whose lock another program released
--- or gave to someone else since (no lockhub script has seen it yet) are dropped and the
--- rest counted again: at most the quota and a few more, and only when a claim would
--- otherwise be refused.
+-- held counts oid's live locks by the person's index. When the count reaches at (a
+-- claim would be refused), it first drops the entries whose lock another program
+-- released or gave to someone else since (no lockhub script has seen it yet), and
+-- counts again: at most the quota and 16 keys read, and only then.
+local function held(oid, at)
+  local key = person_key(oid)
+  local live = '(' .. ARGV[5]
+  local n = redis.call('ZCOUNT', key, live, '+inf')
+  if n < at then return n end
+  local ks = redis.call('ZRANGE', key, live, '+inf', 'BYSCORE', 'LIMIT', 0, share.person + 16)
+  for _, k in ipairs(ks) do
+    if not holds(redis.call('GET', k), oid) then redis.call('ZREM', key, k) end
+  end
+  return redis.call('ZCOUNT', key, live, '+inf')
+end
+
+-- over returns the setting a new lock of oid would pass, or nil: the person's quota
+-- (what they hold, see held), and the tenant's when the lock is free (fresh; a takeover
+-- adds none to the tenant).
 local function over(oid, fresh)
   if not named(oid) then return nil end
   local live = '(' .. ARGV[5]
-  if share.person > 0 then
-    local key = person_key(oid)
-    if redis.call('ZCOUNT', key, live, '+inf') >= share.person then
-      local ks = redis.call('ZRANGE', key, live, '+inf', 'BYSCORE', 'LIMIT', 0, share.person + 16)
-      for _, k in ipairs(ks) do
-        if not holds(redis.call('GET', k), oid) then redis.call('ZREM', key, k) end
-      end
-      if redis.call('ZCOUNT', key, live, '+inf') >= share.person then
-        return 'max-locks-per-person'
-      end
-    end
+  if share.person > 0 and held(oid, share.person) >= share.person then
+    return 'max-locks-per-person'
   end
   if fresh and share.tenant > 0 then
     local n = 0
