@@ -177,3 +177,47 @@ func TestSweepQuietReadsNoScores(t *testing.T) {
 		t.Fatalf("a quiet sweep read scores %d times: its windows are not in step", got)
 	}
 }
+
+// TestSweepMovesPastLocksInTheirLastSecond: locks whose lease ends within the second of
+// skew the sweep allows are compared where a call has room, but do not hold the windows
+// where they are: with more of them than a call compares, a release by another program
+// in a later window is still found by the next sweep (it was not while they lived: every
+// call was cut short and kept its cursor).
+func TestSweepMovesPastLocksInTheirLastSecond(t *testing.T) {
+	c := redistest.StartServer(t).Client(t)
+	clk := &fakeClock{t: time.Now()}
+	s, _ := newStore(t, c, Config{Timeout: 10 * time.Second, Now: clk.Now})
+	ctx := ctxT(t)
+	const tenant, typ = "last-second", "ApprovalRequest"
+	long, short := redistest.DotNet{C: c, Lease: time.Hour}, redistest.DotNet{C: c, Lease: 30 * time.Second}
+	n := 3 * sweepWindow
+	for i := range n {
+		if ok, _, err := long.Claim(ctx, tenant, typ, fmt.Sprintf("n-%04d", i), ada.OID, ada.Name); err != nil || !ok {
+			t.Fatalf(".NET claim: %v %v", ok, err)
+		}
+	}
+	for i := range 3 * sweepWindow / 32 { // more than a call compares
+		if ok, _, err := short.Claim(ctx, tenant, typ, fmt.Sprintf("s-%02d", i), grace.OID, grace.Name); err != nil || !ok {
+			t.Fatalf(".NET claim: %v %v", ok, err)
+		}
+	}
+	for range 3 { // the catch-up, and a round of the windows
+		if err := s.Locks.Sweep(ctx, tenant, typ, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The short leases are in their last second by lockhub's clock (their keys live on
+	// for 29 s in Redis), and another program releases a lock of the last window.
+	clk.add(30*time.Second - 500*time.Millisecond)
+	gone := fmt.Sprintf("n-%04d", n-1)
+	if ok, err := long.Release(ctx, tenant, typ, gone, ada.OID); err != nil || !ok {
+		t.Fatalf(".NET release: %v %v", ok, err)
+	}
+	if err := s.Locks.Sweep(ctx, tenant, typ, 0); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := redistest.DotNetKeys(tenant, typ, gone)
+	if copied, err := c.HExists(ctx, ValuesKey(tenant, typ), key).Result(); err != nil || copied {
+		t.Fatalf("after a sweep, lockhub still keeps the copy of %s, released by another program: %v %v", gone, copied, err)
+	}
+}

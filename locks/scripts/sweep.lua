@@ -117,10 +117,18 @@ local function candidate(k)
   end
 end
 
--- Leases that may have run out, whatever the windows: their Expired is due now.
-local d = redis.call('ZRANGE', KEYS[1], '-inf', due, 'BYSCORE', 'LIMIT', 0, width)
-for _, k in ipairs(d) do
-  if ours(k) then candidate(k) end
+-- Leases that may have run out, whatever the windows: their Expired is due now. Those
+-- whose score has passed are candidates like the windows'; those within the second of
+-- skew still ahead (soon) only where a call has room left, below: a lock in its last
+-- second changes nothing when compared, and a handful of them must not hold the
+-- windows where they are (a truncated call keeps its cursor) until they expire.
+local d = redis.call('ZRANGE', KEYS[1], '-inf', due, 'BYSCORE', 'LIMIT', 0, width, 'WITHSCORES')
+local soon = {}
+for i = 1, #d, 2 do
+  local k = d[i]
+  if ours(k) then
+    if tonumber(d[i + 1]) <= now then candidate(k) else soon[#soon + 1] = k end
+  end
 end
 
 -- A window of the index, and one of the seen set. When nothing moved, the two are the
@@ -210,6 +218,10 @@ local most = math.max(1, math.floor(width / 32)) -- each announces, records, kee
 if #keys > most then
   for i = #keys, most + 1, -1 do keys[i] = nil end
   more, truncated = 1, true
+end
+for _, k in ipairs(soon) do
+  if #keys >= most then break end
+  candidate(k)
 end
 
 -- chunked runs cmd (prefixed with key, if any) over list in chunks of 1000 (unpack is
