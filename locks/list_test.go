@@ -221,3 +221,38 @@ func TestSweepMovesPastLocksInTheirLastSecond(t *testing.T) {
 		t.Fatalf("after a sweep, lockhub still keeps the copy of %s, released by another program: %v %v", gone, copied, err)
 	}
 }
+
+// TestSweepRescoresALockThatOutlivesItsScore: a lock whose index score has passed by
+// lockhub's clock while its key lives on (the writer's clock behind lockhub's) is given
+// the score of its key's TTL by the sweep that finds it, so that it is not due, and a
+// candidate of every call, until it really ends; nothing is announced for it.
+func TestSweepRescoresALockThatOutlivesItsScore(t *testing.T) {
+	c := redistest.StartServer(t).Client(t)
+	clk := &fakeClock{t: time.Now()}
+	s, _ := newStore(t, c, Config{Timeout: 10 * time.Second, Now: clk.Now})
+	ctx := ctxT(t)
+	const tenant, typ = "outlives", "ApprovalRequest"
+	net := redistest.DotNet{C: c, Lease: 30 * time.Second}
+	if ok, _, err := net.Claim(ctx, tenant, typ, "n-1", ada.OID, ada.Name); err != nil || !ok {
+		t.Fatalf(".NET claim: %v %v", ok, err)
+	}
+	if err := s.Locks.Sweep(ctx, tenant, typ, 0); err != nil { // seen, announced
+		t.Fatal(err)
+	}
+	clk.add(20 * time.Second) // lockhub's clock runs 20 s ahead of the writer's
+	key, index := redistest.DotNetKeys(tenant, typ, "n-1")
+	c.ZAdd(ctx, index, redis.Z{Score: float64(clk.Now().Add(-time.Second).UnixMilli()), Member: key}) // its score passed by lockhub's clock
+	if err := s.Locks.Sweep(ctx, tenant, typ, 0); err != nil {
+		t.Fatal(err)
+	}
+	score, err := c.ZScore(ctx, index, key).Result()
+	if err != nil {
+		t.Fatalf("the lock left the index: %v", err)
+	}
+	if now := float64(clk.Now().UnixMilli()); score <= now+1000 {
+		t.Fatalf("the index score is %.0f, %.0f ms from lockhub's now: still due", score, score-now)
+	}
+	if l := must1(s.Locks.Get(ctx, Ref{tenant, typ, "n-1"})); l == nil || l.HolderOID != ada.OID {
+		t.Fatalf("the lock is %+v after the sweep, want Ada's still", l)
+	}
+}

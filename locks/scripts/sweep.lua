@@ -259,7 +259,10 @@ for i, k in ipairs(keys) do
       wrote = true
     end
     local score = scores[k]
-    if lock and score == nil then -- back into the index, scored by the key's TTL
+    -- Back into the index, or a score that has passed while the key lives on (a writer
+    -- whose clock is behind ours, a PEXPIRE that left the index as it was): scored by
+    -- the key's TTL, so that it is not due, and a candidate, at every call until it ends.
+    if lock and (score == nil or tonumber(score) <= now) then
       score = now + math.max(redis.call('PTTL', k), 0)
       redis.call('ZADD', KEYS[1], score, k)
     end
