@@ -72,28 +72,7 @@ func TestBodyDeadlineOnEveryRoute(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	e := newEnvWith(t, func(c *web.Config) { c.BodyTimeout = timeout })
 	for _, target := range []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /static/lockhub.js", "GET /", "GET /no/such/route", "PATCH /healthz", "GET /api/approval-requests"} {
-		t.Run(target, func(t *testing.T) {
-			conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			start := time.Now()
-			if _, err := io.WriteString(conn, target+" HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
-				t.Fatal(err)
-			}
-			// The test's own bound, far beyond the timeout: a connection still open
-			// then is the bug.
-			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-			_, err = io.Copy(io.Discard, conn)
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				t.Fatalf("still open after %s; the body timeout is %s", time.Since(start).Round(time.Millisecond), timeout)
-			}
-			if d := time.Since(start); d < timeout {
-				t.Fatalf("closed after %s, before the body timeout %s", d, timeout)
-			}
-		})
+		t.Run(target, func(t *testing.T) { wantBodyCut(t, e, target, timeout, false) })
 	}
 }
 
@@ -105,45 +84,53 @@ func TestBodyDripCut(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	e := newEnvWith(t, func(c *web.Config) { c.BodyTimeout = timeout })
 	for _, target := range []string{"GET /healthz", "POST /dev/token"} {
-		t.Run(target, func(t *testing.T) {
-			conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			start := time.Now()
-			if _, err := io.WriteString(conn, target+" HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
-				t.Fatal(err)
-			}
-			stop, dripped := make(chan struct{}), make(chan struct{})
-			go func() { // the drip: one byte every 50 ms until the server cuts it off
-				defer close(dripped)
-				tick := time.NewTicker(50 * time.Millisecond)
-				defer tick.Stop()
-				for {
-					select {
-					case <-stop:
+		t.Run(target, func(t *testing.T) { wantBodyCut(t, e, target, timeout, true) })
+	}
+}
+
+// wantBodyCut sends target ("METHOD /path") with a declared body of 1,000 bytes of which
+// one comes, then, with drip, a byte every 50 ms; the server must close the connection
+// at its body timeout, not before and not long after.
+func wantBodyCut(t *testing.T, e *env, target string, timeout time.Duration, drip bool) {
+	t.Helper()
+	conn, err := net.Dial("tcp", e.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	if _, err := io.WriteString(conn, target+" HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	if drip {
+		stop, dripped := make(chan struct{}), make(chan struct{})
+		go func() { // the drip: one byte every 50 ms until the server cuts it off
+			defer close(dripped)
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if _, err := conn.Write([]byte(" ")); err != nil {
 						return
-					case <-tick.C:
-						if _, err := conn.Write([]byte(" ")); err != nil {
-							return
-						}
 					}
 				}
-			}()
-			defer func() { close(stop); <-dripped }()
-			// The test's own bound, far beyond the timeout: a connection still open
-			// then is the bug.
-			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-			_, err = io.Copy(io.Discard, conn)
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				t.Fatalf("a dripping body kept the connection open %s; the body timeout is %s", time.Since(start).Round(time.Millisecond), timeout)
 			}
-			if d := time.Since(start); d < timeout {
-				t.Fatalf("closed after %s, before the body timeout %s", d, timeout)
-			}
-		})
+		}()
+		defer func() { close(stop); <-dripped }()
+	}
+	// The test's own bound, far beyond the timeout: a connection still open then is
+	// the bug.
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = io.Copy(io.Discard, conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("still open after %s (drip %v); the body timeout is %s", time.Since(start).Round(time.Millisecond), drip, timeout)
+	}
+	if d := time.Since(start); d < timeout {
+		t.Fatalf("closed after %s, before the body timeout %s", d, timeout)
 	}
 }
 
