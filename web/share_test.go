@@ -21,9 +21,6 @@ func TestFairShareHTTP(t *testing.T) {
 		testTenantQuotaHTTP(t, rdb)
 	})
 	t.Run("cluster", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("starts a 6-node cluster")
-		}
 		rdb := redistest.StartCluster(t).Client(t)
 		testPersonShareHTTP(t, rdb)
 		testTenantQuotaHTTP(t, rdb)
