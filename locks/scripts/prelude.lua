@@ -369,11 +369,14 @@ local function left_key(conns)
   return 'lockleft:' .. string.sub(conns, 10) -- after 'lockconn:'
 end
 
+-- The note expires at the sockets' own expiry (PEXPIRETIME, PXAT), never a millisecond
+-- after it: a TTL read with PTTL and set again with PX lands a millisecond late whenever
+-- the server's clock ticks between the script's start and the SET.
 local function left(conns)
-  local ttl = redis.call('PTTL', conns)
-  if ttl <= 0 then return end
+  local at = redis.call('PEXPIRETIME', conns)
+  if at <= 0 then return end
   local t = redis.call('TIME')
-  redis.call('SET', left_key(conns), tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'PX', ttl)
+  redis.call('SET', left_key(conns), tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), 'PXAT', at)
 end
 
 -- Other writers (PROTOCOL.md §8). The values hash keeps, per lock key, the value
