@@ -105,7 +105,7 @@ func testLocksPerPerson(t *testing.T, b backend) {
 func testLocksPerTenant(t *testing.T, b backend) {
 	c := b.client(t)
 	tenant := "share-tenant-" + b.name
-	s, _ := newStore(t, c, Config{MaxLocksPerTenant: 3, Timeout: 10 * time.Second})
+	s, logs := newStore(t, c, Config{MaxLocksPerTenant: 3, Timeout: 10 * time.Second, Registerer: prometheus.NewRegistry()})
 	ctx := ctxT(t)
 	r := func(uid string) Ref { return Ref{tenant, "ApprovalRequest", uid} }
 	net := redistest.DotNet{C: c}
@@ -122,8 +122,17 @@ func testLocksPerTenant(t *testing.T, b backend) {
 	if _, err := s.Locks.Claim(ctx, r("r-3"), margot, ""); !isLimit(err, SettingLocksPerTenant) {
 		t.Fatalf("a claim with the tenant full answered %v, want a LimitError of %s", err, SettingLocksPerTenant)
 	}
+	if _, err := s.Locks.ClaimMany(ctx, tenant, "ApprovalRequest", []string{"r-3", "r-4"}, margot, ""); !isLimit(err, SettingLocksPerTenant) {
+		t.Fatalf("a bulk claim with the tenant full answered %v, want a LimitError of %s", err, SettingLocksPerTenant)
+	}
 	if !strings.Contains((&LimitError{Setting: SettingLocksPerTenant, Limit: 3}).ClientMessage(), "max-locks-per-tenant") {
 		t.Fatal("the message does not name the limit")
+	}
+	if n := testutil.ToFloat64(s.core.met.limits.WithLabelValues(SettingLocksPerTenant)); n != 2 {
+		t.Fatalf("lockhub_store_limit_hits_total{limit=%q} = %v, want 2", SettingLocksPerTenant, n)
+	}
+	if got := strings.Count(logs.String(), "raise --"+SettingLocksPerTenant); got != 1 {
+		t.Fatalf("%d warnings naming --%s for 2 refusals in a row, want 1:\n%s", got, SettingLocksPerTenant, logs.String())
 	}
 	// A takeover adds no lock to the tenant: it stays allowed.
 	expect(t, protocol.OutcomeTakenOver)(s.Locks.Takeover(ctx, r("r-2"), ada, "", true))
@@ -156,7 +165,7 @@ func testChangesPerPerson(t *testing.T, b backend) {
 	tenant := "share-rate-" + b.name
 	clk := &fakeClock{t: time.Now()}
 	cfg := Config{MaxChangesPerPerson: 2, ChangesBurst: 4, Now: clk.Now, Timeout: 10 * time.Second}
-	s, _ := newStore(t, c, cfg)
+	s, logs := newStore(t, c, Config{MaxChangesPerPerson: 2, ChangesBurst: 4, Now: clk.Now, Timeout: 10 * time.Second, Registerer: prometheus.NewRegistry()})
 	other, _ := newStore(t, c, cfg)
 	ctx := ctxT(t)
 	r := func(uid string) Ref { return Ref{tenant, "ApprovalRequest", uid} }
@@ -204,6 +213,9 @@ func testChangesPerPerson(t *testing.T, b backend) {
 	}
 	if n := testutil.ToFloat64(s.core.met.limits.WithLabelValues(SettingChangesPerPerson)); n != 3 {
 		t.Fatalf("lockhub_store_limit_hits_total{limit=%q} = %v, want 3", SettingChangesPerPerson, n)
+	}
+	if got := strings.Count(logs.String(), "raise --"+SettingChangesPerPerson); got != 1 {
+		t.Fatalf("%d warnings naming --%s for 3 refusals within 10 s, want 1:\n%s", got, SettingChangesPerPerson, logs.String())
 	}
 }
 
