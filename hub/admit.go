@@ -212,6 +212,15 @@ var limitSettings = map[string]string{
 	limitLocks:            "max-locks-per-socket",
 }
 
+// limitFixed says what the limits without a setting are: the contract fixes them.
+var limitFixed = map[string]string{
+	limitPreAuthFrame: "a frame over 16 KiB before auth closes with 1009 (PROTOCOL.md §4; no setting)",
+	limitFrame:        "a frame over 64 KiB closes with 1009 (PROTOCOL.md §4; no setting)",
+	limitRequestRate:  "a socket sent over 50 frames a second, bursts of 100 (PROTOCOL.md §4; no setting)",
+	limitViews:        "a socket views at most 50 entities at once (PROTOCOL.md §9; no setting)",
+	limitPong:         "a socket did not answer a Ping within 10 s and was cut (PROTOCOL.md §4; no setting, see --ping-every)",
+}
+
 // limitWarnings is when each limit was last logged, and how often it was hit since.
 type limitWarnings struct {
 	mu   sync.Mutex
@@ -240,6 +249,8 @@ func (h *Hub) hitLimit(limit string, attrs ...slog.Attr) {
 	msg := "a socket limit was reached (PROTOCOL.md §4)"
 	if s, ok := limitSettings[limit]; ok {
 		msg = "a socket limit was reached; raise --" + s + " if legitimate clients reach it"
+	} else if s, ok := limitFixed[limit]; ok {
+		msg = "a socket limit was reached: " + s
 	}
 	attrs = append(attrs, slog.String("limit", limit), slog.Int("hits", n), slog.String("metric", "lockhub_hub_limit_hits_total"))
 	h.log.LogAttrs(h.ctx, slog.LevelWarn, msg, attrs...)

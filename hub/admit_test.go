@@ -214,4 +214,19 @@ func TestLimitWarnings(t *testing.T) {
 	if n := strings.Count(buf.String(), `"level":"WARN"`); n != 3 || !strings.Contains(buf.String(), `"hits":3`) {
 		t.Fatalf("after 10 s: %d warnings, want 3, the last with the 3 hits since:\n%s", n, buf.String())
 	}
+
+	// Every limit says what to do: the setting to raise, or that the contract fixes it.
+	for _, limit := range []string{limitConnections, limitPendingAuth, limitPendingAuthPerIP, limitSocketsPerPerson,
+		limitLocks, limitPreAuthFrame, limitFrame, limitPong, limitViews, limitRequestRate} {
+		buf.Reset()
+		h.warned.mu.Lock()
+		delete(h.warned.last, limit)
+		h.warned.mu.Unlock()
+		h.hitLimit(limit)
+		_, set := limitSettings[limit]
+		if out := buf.String(); !strings.Contains(out, `"level":"WARN"`) || !strings.Contains(out, `"limit":"`+limit+`"`) ||
+			set == strings.Contains(out, "no setting") || set != strings.Contains(out, "raise --") {
+			t.Errorf("limit %s (setting %v) warned:\n%s", limit, set, out)
+		}
+	}
 }

@@ -214,9 +214,9 @@ func (c *conn) heartbeat() {
 		unread := c.out.writesDone() > c.read
 		c.mu.Unlock()
 		if errors.Is(err, context.DeadlineExceeded) && !c.out.closing() {
-			c.h.met.limits.WithLabelValues(limitPong).Inc()
+			c.h.hitLimit(limitPong, slog.String("conn", c.id))
 			if unread {
-				c.h.log.LogAttrs(c.h.ctx, slog.LevelInfo, "socket closed: it stopped reading",
+				c.h.log.LogAttrs(c.h.ctx, slog.LevelDebug, "socket closed: it stopped reading",
 					slog.String("conn", c.id), slog.Duration("waited", c.h.cfg.PongTimeout))
 				c.out.tooSlow(slowRead)
 				// Its close frame goes behind what it did not read, where the kernel has
@@ -231,7 +231,7 @@ func (c *conn) heartbeat() {
 				c.abort()
 				return
 			}
-			c.h.log.LogAttrs(c.h.ctx, slog.LevelInfo, "socket cut: no Pong in time",
+			c.h.log.LogAttrs(c.h.ctx, slog.LevelDebug, "socket cut: no Pong in time",
 				slog.String("conn", c.id), slog.Duration("waited", c.h.cfg.PongTimeout))
 			c.abort()
 		} // else the Pong came, or the socket is closing or closed already

@@ -37,6 +37,12 @@ func TestFrameOneByteTooLarge(t *testing.T) {
 	}
 	// Counted when the hub's read ends, which may be just after the client saw the close.
 	redistest.Eventually(t, "two 1009 closes counted", func() bool { return th.metric("lockhub_hub_closes_total", "code=1009") == 2 })
+	// Each is a limit of its own (PROTOCOL.md §4: every limit hit is counted by limit).
+	for _, limit := range []string{limitPreAuthFrame, limitFrame} {
+		if got := th.metric("lockhub_hub_limit_hits_total", "limit="+limit); got != 1 {
+			t.Errorf("lockhub_hub_limit_hits_total{limit=%q} = %v, want 1", limit, got)
+		}
+	}
 	if len(th.redisKeys()) != 0 {
 		t.Fatalf("keys written: %v", th.redisKeys())
 	}

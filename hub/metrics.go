@@ -47,6 +47,7 @@ const (
 	limitSocketsPerPerson = "max_sockets_per_person"
 	limitLocks            = "max_locks_per_socket"
 	limitPreAuthFrame     = "pre_auth_frame"
+	limitFrame            = "frame_too_large"
 	limitPong             = "pong_timeout"
 	limitViews            = "max_views_per_socket"
 	limitRequestRate      = "requests_per_socket" // 50 a second, bursts of 100: the contract's, no setting
@@ -100,7 +101,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"why", "outcome"}),
 		limits: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "lockhub_hub_limit_hits_total",
-			Help: "Limits of PROTOCOL.md §4 reached, by limit: max_connections, max_pending_auth and max_pending_auth_per_ip (handshakes refused with 503), max_sockets_per_person (auths answered too_many_sockets), max_locks_per_socket (claims answered too_many_locks), max_views_per_socket (views answered too_many_views), pre_auth_frame (1009 before auth), pong_timeout (sockets cut without a Pong).",
+			Help: "Limits of PROTOCOL.md §4 reached, by limit: max_connections, max_pending_auth and max_pending_auth_per_ip (handshakes refused with 503), max_sockets_per_person (auths answered too_many_sockets), max_locks_per_socket (claims answered too_many_locks), max_views_per_socket (views answered too_many_views), pre_auth_frame (a frame over 16 KiB before auth, closed with 1009), frame_too_large (a frame over 64 KiB after it, closed with 1009), requests_per_socket (frames answered rate_limited), pong_timeout (sockets cut without a Pong).",
 		}, []string{"limit"}),
 		views: f.NewGauge(prometheus.GaugeOpts{
 			Name: "lockhub_hub_views", Help: "Entities viewed by this instance's sockets (PROTOCOL.md §9), counted once per socket.",

@@ -94,8 +94,10 @@ func (c *conn) readEnded(err error) {
 	case errors.Is(err, websocket.ErrMessageTooBig):
 		// coder/websocket has closed the socket with 1009 (SetReadLimit).
 		c.h.met.closed(int(protocol.CloseTooLarge))
-		if !c.authedNow() {
-			c.h.hitLimit(limitPreAuthFrame)
+		if c.authedNow() {
+			c.h.hitLimit(limitFrame, slog.String("conn", c.id))
+		} else {
+			c.h.hitLimit(limitPreAuthFrame, slog.String("conn", c.id))
 		}
 	case websocket.CloseStatus(err) != -1, c.out.closing():
 		// The client closed, or the hub did: nothing to say.
