@@ -206,6 +206,8 @@ end
 --   ARGV[s+3]  how many live locks the tenant may hold (0: no limit)
 --   ARGV[s+4]  changes a second one person may make (0: no limit)
 --   ARGV[s+5]  the burst of changes above that rate
+--   (0 means no limit to the script; the store never sends it, since a setting of zero
+--   is its default: share.go, setUpShare)
 -- Two keys per person, built here from the tag (a takeover's previous holder, or a
 -- holder another program wrote, is known only from the stored value), both in the
 -- tenant's slot like every key of it:
