@@ -202,7 +202,7 @@ func memoryByKind(b *testing.B, c *redis.Client, tenant string) map[string]int64
 
 // commandCalls is how many times redis-server has run cmd (lower case), scripts'
 // calls included (INFO commandstats).
-func commandCalls(b *testing.B, c redis.UniversalClient, cmd string) float64 {
+func commandCalls(b testing.TB, c redis.UniversalClient, cmd string) float64 {
 	b.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
