@@ -80,6 +80,7 @@ func (r *running) stop(t *testing.T) error {
 
 type answer struct {
 	status int
+	header http.Header
 	body   map[string]any
 	raw    string
 }
@@ -99,7 +100,7 @@ func call(t *testing.T, method, url, token, body string) answer {
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
-	a := answer{status: res.StatusCode, raw: string(raw)}
+	a := answer{status: res.StatusCode, header: res.Header, raw: string(raw)}
 	_ = json.Unmarshal(raw, &a.body) // not every answer is a JSON object
 	return a
 }
@@ -115,10 +116,16 @@ var testClient = &http.Client{Transport: func() *http.Transport {
 
 func devToken(t *testing.T, base, oid string, roles ...string) string {
 	t.Helper()
+	return devTokenOf(t, base, "acme", oid, roles...)
+}
+
+// devTokenOf is a development token of tenant's person oid.
+func devTokenOf(t *testing.T, base, tenant, oid string, roles ...string) string {
+	t.Helper()
 	if roles == nil {
 		roles = []string{}
 	}
-	b, _ := json.Marshal(map[string]any{"tenant": "acme", "oid": oid, "name": "User " + oid, "roles": roles})
+	b, _ := json.Marshal(map[string]any{"tenant": tenant, "oid": oid, "name": "User " + oid, "roles": roles})
 	a := call(t, "POST", base+"/dev/token", "", string(b))
 	tok, _ := a.body["token"].(string)
 	if a.status != 200 || tok == "" {
