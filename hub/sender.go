@@ -89,6 +89,7 @@ type sender struct {
 	mu sync.Mutex
 	// Guarded by mu.
 	queue     []outFrame                // frames waiting for the writer
+	admitted  int                       // of them, what endSnapshot queued past the cap: the cap grows by it until the writer takes the queue
 	writing   bool                      // a writer runs: the writer goroutine, or a handler in its stead
 	answering int                       // handlers running, each of which writes the answers it queues
 	pending   map[string]*pendingFrames // per key, frames held while a snapshot is read
@@ -101,7 +102,7 @@ type sender struct {
 
 // senderConfig is what the senders of a hub share (Hub.send).
 type senderConfig struct {
-	queue        int           // Config.SendQueue: the most frames queued, and held per key
+	queue        int           // Config.SendQueue: the most frames queued; a snapshot's hold, holdFactor times it
 	writeTimeout time.Duration // Config.WriteTimeout: for one batch
 	// ctx bounds a write where there is no net.Conn to set a deadline on; writeCtx,
 	// ctx without its cancelation, is the writes' under a deadline (see writeBatch).
@@ -175,14 +176,31 @@ func (s *sender) push(key string, f outFrame) {
 	s.pushQueuedLocked(key, f)
 }
 
+// holdFactor is how many times the send queue a snapshot's hold may grow to. A snapshot
+// of a big type is read in pages (PROTOCOL.md §4), each between other tenants'
+// commands and within the tenant's lists' budget, so it may take seconds; the type's
+// events meanwhile are held, not written. A bulk load of another program is announced
+// at up to about 640 events a second of a type (the sweep's bound), so a hold of the
+// queue's 256 closed a grid that opened its type during one with 4429 within 0.4 s
+// (lockbench -mode share, 2 runs of 4); 16 times it holds 6 s of that, about 1.2 MB of
+// events beside the snapshot's own 3.7 MB for 20,000 locks.
+const holdFactor = 16
+
 // pushLocked is push with s.mu held. It reports false when the queue overflowed.
 func (s *sender) pushLocked(key string, f outFrame) bool {
+	return s.enqueueLocked(key, f, s.cfg.queue+s.admitted)
+}
+
+// enqueueLocked is pushLocked with the queue's cap given: endSnapshot admits a
+// snapshot and what was held behind it past the send queue's cap (the hold has its
+// own), and the writer takes them in one batch.
+func (s *sender) enqueueLocked(key string, f outFrame, limit int) bool {
 	if s.code != 0 || s.stopped {
 		return true // closing: nothing more is written
 	}
 	if key != "" {
 		if p := s.pending[key]; p != nil {
-			if len(p.frames) >= s.cfg.queue {
+			if len(p.frames) >= holdFactor*s.cfg.queue {
 				return false
 			}
 			p.frames = append(p.frames, f)
@@ -204,7 +222,7 @@ func (s *sender) pushLocked(key string, f outFrame) bool {
 			return true
 		}
 	}
-	if len(s.queue) >= s.cfg.queue {
+	if len(s.queue) >= limit {
 		return false
 	}
 	s.queue = append(s.queue, f)
@@ -347,10 +365,15 @@ func (s *sender) endSnapshot(key string, start int, snap outFrame) {
 			s.pending = nil // an idle socket keeps no map
 		}
 	}
-	ok := s.pushLocked("", snap)
+	limit := s.cfg.queue + s.admitted + 1 + len(held)
+	n := len(s.queue)
+	ok := s.enqueueLocked("", snap, limit)
 	for _, f := range held {
 		f.buf = nil // may be queued again after another snapshot: never recycled
-		ok = ok && s.pushLocked("", f)
+		ok = ok && s.enqueueLocked("", f, limit)
+	}
+	if ok && s.code == 0 && !s.stopped {
+		s.admitted += len(s.queue) - n
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -371,7 +394,7 @@ func (s *sender) close(code websocket.StatusCode, reason string) {
 	}
 	s.code = code
 	s.shut.Store(true)
-	s.queue = nil
+	s.queue, s.admitted = nil, 0
 	s.wg.Add(1)
 	s.mu.Unlock()
 	s.cfg.met.closed(int(code))
@@ -412,7 +435,7 @@ func (s *sender) stop() websocket.StatusCode {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopped = true
-	s.queue, s.pending, s.presented = nil, nil, nil
+	s.queue, s.admitted, s.pending, s.presented = nil, 0, nil, nil
 	return s.code
 }
 

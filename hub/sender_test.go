@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -213,13 +214,17 @@ func TestSenderOverflow(t *testing.T) {
 		{"hold", func(s *sender, n int) {
 			s.beginSnapshot("T")
 			for i := range n {
-				s.push("T", event("e"+string(rune('0'+i))))
+				s.push("T", event("e"+strconv.Itoa(i)))
 			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			const limit = 4
-			p := newSenderPair(t, limit, nil)
+			const queue = 4
+			p := newSenderPair(t, queue, nil)
+			limit := queue
+			if tc.name == "hold" {
+				limit = holdFactor * queue
+			}
 			tc.fill(p.s, limit)
 			if p.s.closing() {
 				t.Fatalf("closed at %d frames, the limit", limit)
@@ -236,6 +241,40 @@ func TestSenderOverflow(t *testing.T) {
 				t.Errorf("closes with 4429: %v, want 1", got)
 			}
 		})
+	}
+}
+
+// TestSenderHoldPastQueue: a snapshot's hold may grow past the send queue, up to
+// holdFactor times it (a big type's snapshot is read in pages while its events come):
+// the snapshot and every held frame are queued behind it, in order, past the queue's
+// cap, and a frame pushed before the writer has taken them does not count them
+// against the cap.
+func TestSenderHoldPastQueue(t *testing.T) {
+	const queue = 4
+	p := newSenderPair(t, queue, nil)
+	p.s.beginAnswers() // no writer takes the queue until writeAnswers
+	start := p.s.beginSnapshot("T")
+	var want []string
+	for i := range 3 * queue {
+		name := "e" + strconv.Itoa(i)
+		p.s.push("T", event(name))
+		want = append(want, name)
+	}
+	p.s.endSnapshot("T", start, answer("snap"))
+	for i := range queue - 1 { // room left behind the admitted frames
+		name := "after" + strconv.Itoa(i)
+		p.s.send(event(name))
+		want = append(want, name)
+	}
+	if p.s.closing() {
+		t.Fatalf("closed holding %d frames behind a snapshot with a queue of %d", 3*queue, queue)
+	}
+	p.s.writeAnswers()
+	p.s.endAnswers()
+	p.read(t, append([]string{"snap"}, want...)...)
+	p.idle(t)
+	if got := p.th.metric("lockhub_hub_slow_disconnects_total", "reason=queue"); got != 0 {
+		t.Errorf("slow disconnects (queue): %v, want 0", got)
 	}
 }
 

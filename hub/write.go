@@ -74,7 +74,7 @@ func (s *sender) writeQueued() {
 		}
 		// Take the whole queue: the next frames queue behind it without waiting for
 		// these writes. Reuse the slice just written to spare an allocation.
-		batch, s.queue = s.queue, batch[:0]
+		batch, s.queue, s.admitted = s.queue, batch[:0], 0
 		s.mu.Unlock()
 
 		if err := s.writeBatch(batch); err != nil {
