@@ -413,9 +413,13 @@ func TestMemberReaperStopsWithinGrace(t *testing.T) {
 		mu.Unlock()
 	}
 	c, _ := runMember(t, s, mcfg)
+	// The key goes inside the Detach, the count after it answers: wait for the count.
 	redistest.Eventually(t, "the dead instance's lock released by the third Member", func() bool {
-		return check.Exists(ctx, LockKey(ref)).Val() == 0
+		return count(c.met.reapedLocks) >= 1
 	})
+	if n := check.Exists(ctx, LockKey(ref)).Val(); n != 0 {
+		t.Fatal("the dead instance's lock counted as detached but still in Redis")
+	}
 	if got := count(c.met.reapedLocks); got != 1 {
 		t.Fatalf("the third Member detached %v locks of the dead one, want 1", got)
 	}
@@ -655,9 +659,13 @@ func TestMemberPendingRelease(t *testing.T) {
 		t.Fatal("r-2 released before its other socket's instance was found dead")
 	}
 	m, _ := runMember(t, s, MemberConfig{ReleaseGrace: grace})
-	redistest.Eventually(t, "r-2 released once the instance is found dead", func() bool {
-		return c.Exists(ctx, LockKey(both)).Val() == 0
+	// The key goes inside the Detach, the count after it answers: wait for the count.
+	redistest.Eventually(t, "r-2 released and counted once the instance is found dead", func() bool {
+		return count(m.met.pendingReleased) >= 1
 	})
+	if n := c.Exists(ctx, LockKey(both)).Val(); n != 0 {
+		t.Fatal("r-2 counted as released but still in Redis")
+	}
 	if got := count(m.met.deadInstances); got != 1 {
 		t.Fatalf("lockhub_hub_dead_instances_total = %v, want 1", got)
 	}
