@@ -38,19 +38,19 @@ func (s *Locks) ListJSON(ctx context.Context, tenant, entityType string) ([]byte
 // ListPage is how many index members one page of a list reads (list.lua): a page of
 // locks costs Redis a fraction of a millisecond, whatever the type's size. Pages of 256
 // made 96–350 commands over 1 ms in 10 s of lockbench -mode share, pages of 128 made
-// 2–8 on a quiet machine. On a busier one (2026-12-07, three runs of 5 pairs each,
-// alternating), pages of 128 made 95–195 list pages over 1 ms a run (the longest 4.9–7.1
-// ms), pages of 64 made 24–32 (3.2–6.2 ms), for the same Redis CPU (0.16–0.18 s/s under
-// the load) and as many lists answered: another tenant's command waits behind a shorter
-// page.
+// 2–8 on a quiet machine. On a busier one (2026-12-07, the two alternating), pages of 128
+// made 95–195 list pages over 1 ms a run, pages of 64 made 24–37, standalone and on the
+// 6-node cluster, for the same Redis CPU and as many lists answered: another tenant's
+// command waits behind a shorter page (cmd/lockbench/README.md, "The fair share").
 const ListPage = 64
 
 // readLive reads the stored values of a type's live locks, page by page (list.lua), each
 // page a script of its own, so that no command on a big type holds Redis for long
 // (PROTOCOL.md §4). Each page has Config.Timeout; its callers give the whole read
 // pagedBudget of them (a tenant's quota is 313 pages: on a loaded Redis they may take
-// longer than one operation's timeout, and failing open would show no locks). A key read on two pages (renewed in between) is kept once, at its
-// first place, with its later value. A nil in the answer is a key gone meanwhile.
+// longer than one operation's timeout, and failing open would show no locks). A key
+// read on two pages (renewed in between) is kept once, at its first place, with its
+// later value. A nil in the answer is a key gone meanwhile.
 func (s *core) readLive(ctx context.Context, tenant, entityType string) ([]any, error) {
 	// Reads of one type that arrive together share one read (locks/coalesce), whoever
 	// asks: a watch's snapshot, a list over HTTP, the console. A tenant at its quota
