@@ -233,7 +233,7 @@ func TestShareRun(t *testing.T) {
 		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
 	report := out.String()
-	for _, want := range []string{"a tenant of 300 locks and 2 of its people", "(watch, mine, adminLocks, list, claim)", "slowest command lockhub sent to Redis", "Redis CPU:", "small tenant's claims alone:      p50", "small tenant's claims under load: p50", "of 2 pairs pooled; each pair: ", `"locks":300`} {
+	for _, want := range []string{"a tenant of 300 locks and 2 of its people", "(watch, mine, adminLocks, list, claim)", "slowest command lockhub sent to Redis", "Redis CPU:", "small tenant's claims alone:      p50", "small tenant's claims under load: p50", "of 2 pairs pooled; each pair: ", "the floor, a ping to the hub (no Redis): p99 ", "the floor, EXISTS straight to Redis (no hub): p99 ", `"locks":300`} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
@@ -261,6 +261,14 @@ func TestShareRun(t *testing.T) {
 	}
 	if n := res.Pairs[0].Loaded.N + res.Pairs[1].Loaded.N; res.Loaded.Claims.N != n {
 		t.Errorf("pooled under load: %d claims, the pairs measured %d", res.Loaded.Claims.N, n)
+	}
+	for _, ph := range []sharePhase{res.Alone, res.Loaded} {
+		if ph.Pings.N != ph.Claims.N || ph.Redis.N != ph.Claims.N {
+			t.Errorf("pooled: %d claims, %d pings, %d EXISTS; want as many of each", ph.Claims.N, ph.Pings.N, ph.Redis.N)
+		}
+	}
+	if res.PingRatio <= 0 || res.RedisRatio <= 0 {
+		t.Errorf("the floor's ratios: ping %v, EXISTS %v; want both measured", res.PingRatio, res.RedisRatio)
 	}
 }
 
@@ -417,9 +425,13 @@ func TestShareSmallChild(t *testing.T) {
 	if len(r.Latencies) < smallPeople || r.Unknown != 0 {
 		t.Fatalf("%d claims, %d failed open; want at least %d, none failed", len(r.Latencies), r.Unknown, smallPeople)
 	}
-	for _, d := range r.Latencies {
-		if d <= 0 {
-			t.Fatalf("a claim took %v", d)
+	// Beside each claim, a ping to the hub and an EXISTS straight to Redis.
+	if len(r.Pings) != len(r.Latencies) || len(r.Redis) != len(r.Latencies) {
+		t.Fatalf("%d claims, %d pings, %d EXISTS; want as many of each", len(r.Latencies), len(r.Pings), len(r.Redis))
+	}
+	for i := range r.Latencies {
+		if r.Latencies[i] <= 0 || r.Pings[i] <= 0 || r.Redis[i] <= 0 {
+			t.Fatalf("round trip %d: claim %v, ping %v, EXISTS %v", i, r.Latencies[i], r.Pings[i], r.Redis[i])
 		}
 	}
 }

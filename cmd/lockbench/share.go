@@ -30,7 +30,10 @@ import (
 //   - the longest command lockhub sent to Redis, as SLOWLOG measures it (goal: at most
 //     5 ms), and the slowest kinds of command;
 //   - Redis's CPU a second (INFO cpu), alone and under load;
-//   - the small tenant's claim p50/p99, alone and under load (goal: p99 at most 1.5×).
+//   - the small tenant's claim p50/p99, alone and under load (goal: p99 at most 1.5×);
+//   - beside each claim, the floor: a ping to the hub (no Redis) and an EXISTS straight
+//     to Redis (no hub), alone and under load, so that what the machine adds to any
+//     round trip under the load shows in the same run.
 
 // Defaults and bounds of -mode share.
 const (
@@ -57,10 +60,14 @@ type shareResult struct {
 	// HubFlags are the hub's flags beside its defaults (-hub-flags).
 	HubFlags []string `json:"hubFlags,omitempty"`
 	// Alone and Loaded pool every pair's phase of that kind.
-	Alone    sharePhase  `json:"alone"`
-	Loaded   sharePhase  `json:"loaded"`
-	P99Ratio float64     `json:"p99Ratio"` // loaded p99 / alone p99, pooled
-	Pairs    []sharePair `json:"pairs"`
+	Alone    sharePhase `json:"alone"`
+	Loaded   sharePhase `json:"loaded"`
+	P99Ratio float64    `json:"p99Ratio"` // loaded p99 / alone p99, pooled
+	// PingRatio and RedisRatio are the same for the round trips beside the claims
+	// that do no lockhub work (smallResult): the floor the machine sets.
+	PingRatio  float64     `json:"pingP99Ratio"`
+	RedisRatio float64     `json:"redisP99Ratio"`
+	Pairs      []sharePair `json:"pairs"`
 	// CatchUpSeconds is how long the sweeper took to announce the locks written, once
 	// their type was watched.
 	CatchUpSeconds float64        `json:"catchUpSeconds"`
@@ -75,6 +82,8 @@ type shareResult struct {
 type sharePhase struct {
 	Seconds   float64 `json:"seconds"`
 	Claims    summary `json:"claims"`    // the small tenant's claim latency
+	Pings     summary `json:"pings"`     // its pings to the hub (no Redis)
+	Redis     summary `json:"redis"`     // its EXISTS straight to Redis (no hub)
 	Unknown   int     `json:"unknown"`   // of its claims and releases, those that failed open
 	RedisCPU  float64 `json:"redisCpu"`  // Redis's CPU seconds a second
 	SlowestUs int64   `json:"slowestUs"` // the longest command SLOWLOG recorded
@@ -82,9 +91,11 @@ type sharePhase struct {
 
 // sharePair is a phase alone and the phase under load after it.
 type sharePair struct {
-	Alone    summary `json:"alone"`
-	Loaded   summary `json:"loaded"`
-	P99Ratio float64 `json:"p99Ratio"`
+	Alone      summary `json:"alone"`
+	Loaded     summary `json:"loaded"`
+	P99Ratio   float64 `json:"p99Ratio"`
+	PingRatio  float64 `json:"pingP99Ratio"`
+	RedisRatio float64 `json:"redisP99Ratio"`
 }
 
 // slowKind is one kind of slow command: the command and, for a script, its first key's
@@ -148,14 +159,14 @@ func (m *Main) runShare(ctx context.Context) error {
 	// Phases alone and under load alternate, so that a pair's ratio compares moments
 	// of the machine close together, and the spread of the pairs shows.
 	var alone, loaded []sharePhase
-	var aloneLat, loadedLat []time.Duration
+	var aloneLat, loadedLat smallResult
 	for i := range o.sharePairs {
 		fmt.Fprintf(m.Stderr, "lockbench: pair %d: the small tenant alone\n", i+1)
 		a, lat, err := m.measurePhase(ctx, rdb, &scl, o.shareFor, &res)
 		if err != nil {
 			return fmt.Errorf("alone, pair %d: %w", i+1, err)
 		}
-		aloneLat = append(aloneLat, lat...)
+		aloneLat = aloneLat.add(lat)
 		load, err := m.startShareLoad(ctx, cl, o.sharePeople, res.Kinds)
 		if err != nil {
 			return err
@@ -173,19 +184,18 @@ func (m *Main) runShare(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("under load, pair %d: %w", i+1, err)
 		}
-		loadedLat = append(loadedLat, lat...)
+		loadedLat = loadedLat.add(lat)
 		alone, loaded = append(alone, a), append(loaded, l)
-		pair := sharePair{Alone: a.Claims, Loaded: l.Claims}
-		if a.Claims.P99 > 0 {
-			pair.P99Ratio = l.Claims.P99 / a.Claims.P99
-		}
+		pair := sharePair{Alone: a.Claims, Loaded: l.Claims, P99Ratio: p99Ratio(a.Claims, l.Claims),
+			PingRatio: p99Ratio(a.Pings, l.Pings), RedisRatio: p99Ratio(a.Redis, l.Redis)}
 		res.Pairs = append(res.Pairs, pair)
-		fmt.Fprintf(m.Stderr, "lockbench: pair %d: p99 %.2f ms alone, %.2f ms under load: %.2f\n", i+1, a.Claims.P99, l.Claims.P99, pair.P99Ratio)
+		fmt.Fprintf(m.Stderr, "lockbench: pair %d: p99 %.2f ms alone, %.2f ms under load: %.2f (a ping to the hub %.2f, EXISTS to Redis %.2f)\n",
+			i+1, a.Claims.P99, l.Claims.P99, pair.P99Ratio, pair.PingRatio, pair.RedisRatio)
 	}
 	res.Alone, res.Loaded = pool(alone, aloneLat), pool(loaded, loadedLat)
-	if res.Alone.Claims.P99 > 0 {
-		res.P99Ratio = res.Loaded.Claims.P99 / res.Alone.Claims.P99
-	}
+	res.P99Ratio = p99Ratio(res.Alone.Claims, res.Loaded.Claims)
+	res.PingRatio = p99Ratio(res.Alone.Pings, res.Loaded.Pings)
+	res.RedisRatio = p99Ratio(res.Alone.Redis, res.Loaded.Redis)
 	m.reportShare(ih, res)
 	return nil
 }
@@ -247,10 +257,27 @@ func settleTenant(ctx context.Context, ih *inprocHub, cl *client, n int) (func()
 	return closeAndWait, time.Since(start), nil
 }
 
+// p99Ratio is loaded's p99 over alone's, 0 without a p99 alone.
+func p99Ratio(alone, loaded summary) float64 {
+	if alone.P99 <= 0 {
+		return 0
+	}
+	return loaded.P99 / alone.P99
+}
+
+// add is r with more's round trips and failures added.
+func (r smallResult) add(more smallResult) smallResult {
+	r.Latencies = append(r.Latencies, more.Latencies...)
+	r.Pings = append(r.Pings, more.Pings...)
+	r.Redis = append(r.Redis, more.Redis...)
+	r.Unknown += more.Unknown
+	return r
+}
+
 // measurePhase runs the small tenant's claimers for d, with SLOWLOG recording commands
-// over slowlogFloor and Redis's CPU read before and after; it returns the phase and its
-// claims' latencies. With into, the slow kinds of command are added to it.
-func (m *Main) measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *client, d time.Duration, into *shareResult) (sharePhase, []time.Duration, error) {
+// over slowlogFloor and Redis's CPU read before and after; it returns the phase and what
+// the claimers measured. With into, the slow kinds of command are added to it.
+func (m *Main) measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *client, d time.Duration, into *shareResult) (sharePhase, smallResult, error) {
 	if err := eachNode(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
 		if err := n.ConfigSet(ctx, "slowlog-log-slower-than", strconv.Itoa(slowlogFloor)).Err(); err != nil {
 			return err
@@ -260,7 +287,7 @@ func (m *Main) measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *
 		}
 		return n.SlowLogReset(ctx).Err()
 	}); err != nil {
-		return sharePhase{}, nil, err
+		return sharePhase{}, smallResult{}, err
 	}
 	// Back to Redis's default; a node that does not answer now keeps the floor, which
 	// only logs more.
@@ -269,19 +296,20 @@ func (m *Main) measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *
 	})
 	cpu0, err := redisCPU(ctx, rdb)
 	if err != nil {
-		return sharePhase{}, nil, err
+		return sharePhase{}, smallResult{}, err
 	}
 	start := time.Now()
-	lat, unknown, err := m.runSmall(ctx, cl, d)
+	lat, err := m.runSmall(ctx, cl, rdb, d)
 	if err != nil {
-		return sharePhase{}, nil, err
+		return sharePhase{}, smallResult{}, err
 	}
 	took := time.Since(start)
 	cpu1, err := redisCPU(ctx, rdb)
 	if err != nil {
-		return sharePhase{}, nil, err
+		return sharePhase{}, smallResult{}, err
 	}
-	p := sharePhase{Seconds: took.Seconds(), Claims: summarize(slices.Clone(lat)), Unknown: unknown, RedisCPU: (cpu1 - cpu0) / took.Seconds()}
+	p := sharePhase{Seconds: took.Seconds(), Claims: summarize(slices.Clone(lat.Latencies)), Pings: summarize(slices.Clone(lat.Pings)),
+		Redis: summarize(slices.Clone(lat.Redis)), Unknown: lat.Unknown, RedisCPU: (cpu1 - cpu0) / took.Seconds()}
 	var mu sync.Mutex
 	var logs []redis.SlowLog
 	if err := eachNode(ctx, rdb, func(ctx context.Context, n *redis.Client) error {
@@ -291,7 +319,7 @@ func (m *Main) measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *
 		mu.Unlock()
 		return err
 	}); err != nil {
-		return sharePhase{}, nil, err
+		return sharePhase{}, smallResult{}, err
 	}
 	kinds := map[string]*slowKind{}
 	for _, l := range logs {
@@ -324,14 +352,13 @@ func (m *Main) measurePhase(ctx context.Context, rdb redis.UniversalClient, cl *
 	return p, lat, nil
 }
 
-// pool is the phases as one: their claims' latencies summarized together, time and
+// pool is the phases as one: their round trips (lat) summarized together, time and
 // failures added, Redis's CPU weighted by time, the slowest command of them all.
-func pool(phases []sharePhase, lat []time.Duration) sharePhase {
-	p := sharePhase{Claims: summarize(lat)}
+func pool(phases []sharePhase, lat smallResult) sharePhase {
+	p := sharePhase{Claims: summarize(lat.Latencies), Pings: summarize(lat.Pings), Redis: summarize(lat.Redis), Unknown: lat.Unknown}
 	var cpu float64
 	for _, ph := range phases {
 		p.Seconds += ph.Seconds
-		p.Unknown += ph.Unknown
 		cpu += ph.RedisCPU * ph.Seconds
 		p.SlowestUs = max(p.SlowestUs, ph.SlowestUs)
 	}
@@ -457,6 +484,17 @@ func (m *Main) reportShare(ih *inprocHub, r shareResult) {
 		ratios[i] = fmt.Sprintf("%.2f", p.P99Ratio)
 	}
 	fmt.Fprintf(w, "  p99 under load / alone: %.2f of %d pairs pooled; each pair: %s  goal <= 1.5\n", r.P99Ratio, len(r.Pairs), strings.Join(ratios, ", "))
+	// The floor: the same people's round trips that do no lockhub work, beside each claim.
+	floor := func(what string, ratio float64, alone, loaded summary, pair func(sharePair) float64) {
+		each := make([]string, len(r.Pairs))
+		for i, p := range r.Pairs {
+			each[i] = fmt.Sprintf("%.2f", pair(p))
+		}
+		fmt.Fprintf(w, "    the floor, %s: p99 %.2f ms alone, %.2f ms under load: %.2f pooled; each pair: %s\n",
+			what, alone.P99, loaded.P99, ratio, strings.Join(each, ", "))
+	}
+	floor("a ping to the hub (no Redis)", r.PingRatio, r.Alone.Pings, r.Loaded.Pings, func(p sharePair) float64 { return p.PingRatio })
+	floor("EXISTS straight to Redis (no hub)", r.RedisRatio, r.Alone.Redis, r.Loaded.Redis, func(p sharePair) float64 { return p.RedisRatio })
 	fmt.Fprintf(w, "  the big tenant's requests: %v; refused: %v\n", r.Requests, r.Refused)
 	b, _ := json.Marshal(r) // our own types always encode
 	fmt.Fprintf(w, "  json: %s\n", b)

@@ -16,6 +16,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockhub/lockhub/locks"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -25,15 +28,19 @@ import (
 // of this one).
 
 // smallClaims has smallPeople of cl's tenant each claim and release an entity of their
-// own every smallPairEvery for d, and returns every claim's latency, and how many of
-// the claims and releases failed open (answered unknown: Redis did not answer in time,
-// and locking was off for them).
-func smallClaims(ctx context.Context, cl *client, d time.Duration) ([]time.Duration, int, error) {
+// own every smallPairEvery for d, and returns every claim's latency and how many of the
+// claims and releases failed open (answered unknown: Redis did not answer in time, and
+// locking was off for them). After each pair a person also times the two round trips a
+// claim is made of, each doing no lockhub work: a ping to the hub, which the hub answers
+// without Redis, and an EXISTS of a key in the tenant's slot straight to Redis (rdb), on
+// the shard the claim's script runs on. Under the same load they show what the machine
+// and Redis's queue alone add to a round trip (smallResult).
+func smallClaims(ctx context.Context, cl *client, rdb redis.UniversalClient, d time.Duration) (smallResult, error) {
 	var mu sync.Mutex
-	var lat []time.Duration
-	unknown := 0
+	var res smallResult
 	var wg sync.WaitGroup
 	errs := make([]error, smallPeople)
+	probeKey := "lockbench:{" + cl.tenant + "}:probe" // never written: EXISTS answers 0
 	for i := range smallPeople {
 		wg.Go(func() {
 			oid := fmt.Sprintf("u-small-%d", i)
@@ -72,13 +79,27 @@ func smallClaims(ctx context.Context, cl *client, d time.Duration) ([]time.Durat
 					errs[i] = fmt.Errorf("small tenant's release: %s %v", r.Outcome, err)
 					return
 				}
+				start = time.Now()
+				if _, err := c.Ping(ctx); err != nil {
+					errs[i] = fmt.Errorf("small tenant's ping: %w", err)
+					return
+				}
+				pinged := time.Since(start)
+				start = time.Now()
+				if err := rdb.Exists(ctx, probeKey).Err(); err != nil {
+					errs[i] = fmt.Errorf("small tenant's EXISTS: %w", err)
+					return
+				}
+				probed := time.Since(start)
 				mu.Lock()
-				lat = append(lat, took)
+				res.Latencies = append(res.Latencies, took)
+				res.Pings = append(res.Pings, pinged)
+				res.Redis = append(res.Redis, probed)
 				if failed {
-					unknown++
+					res.Unknown++
 				}
 				if r.Outcome == protocol.OutcomeUnknown {
-					unknown++
+					res.Unknown++
 				}
 				mu.Unlock()
 				select {
@@ -91,60 +112,72 @@ func smallClaims(ctx context.Context, cl *client, d time.Duration) ([]time.Durat
 		})
 	}
 	wg.Wait()
-	return lat, unknown, errors.Join(errs...)
+	return res, errors.Join(errs...)
 }
 
-// smallResult is what the small tenant's process reports (runSmallChild).
+// smallResult is what the small tenant's people measured (smallClaims), and what its
+// process reports (runSmallChild).
 type smallResult struct {
-	Latencies []time.Duration `json:"latencies"`
-	Unknown   int             `json:"unknown"`
+	Latencies []time.Duration `json:"latencies"` // of every claim
+	Unknown   int             `json:"unknown"`   // claims and releases that failed open
+	// Pings and Redis are the round trips without lockhub's work beside each claim: a
+	// ping to the hub, an EXISTS straight to Redis.
+	Pings []time.Duration `json:"pings"`
+	Redis []time.Duration `json:"redis"`
 }
 
 // runSmall runs the small tenant's claims for d (smallClaims) in a child process, or, in
-// a test (m.clientsInProcess), on goroutines of this one. Its people are browsers on
-// other machines too: in the hub's process their goroutines would wait for the hub's
-// turns, and their latency would count the hub's scheduling of its load, not the hub's
-// answer.
-func (m *Main) runSmall(ctx context.Context, cl *client, d time.Duration) ([]time.Duration, int, error) {
+// a test (m.clientsInProcess), on goroutines of this one with rdb. Its people are
+// browsers on other machines too: in the hub's process their goroutines would wait for
+// the hub's turns, and their latency would count the hub's scheduling of its load, not
+// the hub's answer.
+func (m *Main) runSmall(ctx context.Context, cl *client, rdb redis.UniversalClient, d time.Duration) (smallResult, error) {
 	if m.clientsInProcess {
-		return smallClaims(ctx, cl, d)
+		return smallClaims(ctx, cl, rdb, d)
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, 0, err
+		return smallResult{}, err
 	}
 	o := m.opt
-	cmd := exec.CommandContext(ctx, exe, "-mode", modeShare, "-child", "-share-small", "-redis-url", o.redisURL,
+	args := []string{"-mode", modeShare, "-child", "-share-small", "-redis-url", o.redisURL,
 		"-url", cl.url, "-token-url", cl.tokenURL, "-tenant", cl.tenant, "-type", cl.typ,
-		"-share-for", d.String(), "-timeout", o.timeout.String())
+		"-share-for", d.String(), "-timeout", o.timeout.String()}
+	if o.cluster {
+		args = append(args, "-redis-cluster")
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stderr = m.Stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, 0, fmt.Errorf("the small tenant's process: %w", err)
+		return smallResult{}, fmt.Errorf("the small tenant's process: %w", err)
 	}
 	for _, line := range strings.Split(string(out), "\n") {
 		if rest, ok := strings.CutPrefix(line, "RESULT "); ok {
 			var r smallResult
-			if err := json.Unmarshal([]byte(rest), &r); err != nil {
-				return nil, 0, err
-			}
-			return r.Latencies, r.Unknown, nil
+			err := json.Unmarshal([]byte(rest), &r)
+			return r, err
 		}
 	}
-	return nil, 0, errors.New("the small tenant's process ended without a result")
+	return smallResult{}, errors.New("the small tenant's process ended without a result")
 }
 
 // runSmallChild is the small tenant's process of -mode share: smallClaims on -tenant at
-// -url for -share-for, then RESULT and every claim's latency.
+// -url for -share-for, its EXISTS on -redis-url, then RESULT and what it measured.
 func (m *Main) runSmallChild(ctx context.Context) error {
 	o := m.opt
-	cl := &client{url: o.url, tokenURL: o.tokenURL, tenant: o.tenant, typ: o.entityType, http: &http.Client{Timeout: 30 * time.Second}}
-	defer cl.http.CloseIdleConnections()
-	lat, unknown, err := smallClaims(ctx, cl, o.shareFor)
+	rdb, err := locks.NewClient(o.redisURL, o.cluster)
 	if err != nil {
 		return err
 	}
-	b, err := json.Marshal(smallResult{Latencies: lat, Unknown: unknown})
+	defer rdb.Close()
+	cl := &client{url: o.url, tokenURL: o.tokenURL, tenant: o.tenant, typ: o.entityType, http: &http.Client{Timeout: 30 * time.Second}}
+	defer cl.http.CloseIdleConnections()
+	res, err := smallClaims(ctx, cl, rdb, o.shareFor)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(res)
 	if err != nil {
 		return err
 	}
