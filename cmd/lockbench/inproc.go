@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -390,6 +391,27 @@ func startCPUProfile(log io.Writer, path string) func() {
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
 			fmt.Fprintf(log, "lockbench: profile %s: %v\n", path, err)
+		}
+	}
+}
+
+// startTrace starts the execution trace of this process into path (runtime/trace) and
+// returns what stops it; a trace that cannot start is logged and skipped.
+func startTrace(log io.Writer, path string) func() {
+	f, err := os.Create(path)
+	if err == nil {
+		if err = trace.Start(f); err != nil {
+			_ = f.Close()
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(log, "lockbench: trace %s: %v\n", path, err)
+		return func() {}
+	}
+	return func() {
+		trace.Stop()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(log, "lockbench: trace %s: %v\n", path, err)
 		}
 	}
 }

@@ -62,6 +62,7 @@ type options struct {
 	timeout                 time.Duration
 	tenant, entityType      string
 	cpuProfile, memProfile  string
+	execTrace               string // -trace
 
 	// -mode foreign
 	mode       string
@@ -130,6 +131,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&o.tenant, "tenant", "acme", "tenant of every token")
 	fs.StringVar(&o.entityType, "type", "ApprovalRequest", "entity type watched and claimed")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "with -inproc: write the hub process's CPU profile of the load phase here; with -mode crowd, of the crowd on B, and of the same crowd without the watch in <file>.connect (compare with pprof -diff_base); with -mode fanout, of the rounds; with -mode share, of the hub in the first phase under load")
+	fs.StringVar(&o.execTrace, "trace", "", "with -mode share: write the hub process's execution trace (go tool trace) of the first phase under load here")
 	fs.StringVar(&o.memProfile, "memprofile", "", "with -inproc: write the hub process's heap profile, taken with the idle sockets open, here")
 	fs.StringVar(&o.mode, "mode", modeLoad, "what to measure: "+modeLoad+" (watchers and claimers on one hub) or "+modeForeign+
 		" (changes the .NET scripts make directly in Redis, seen by watchers of -instances in-process hubs on -redis-url; -watchers is per hub, default 1) or "+modeCrowd+
@@ -238,6 +240,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if o.cluster && o.mode != modeShare {
 		return p.Name("redis-cluster", fmt.Errorf("only with -mode %s", modeShare))
+	}
+	if o.execTrace != "" && o.mode != modeShare {
+		return p.Name("trace", fmt.Errorf("only with -mode %s", modeShare))
 	}
 	if !o.inproc && o.mode == modeLoad {
 		if err := loopbackURL(o.url, "ws", "wss"); err != nil {

@@ -53,6 +53,8 @@ func TestParseFlags(t *testing.T) {
 		{"share without redis", []string{"-mode", "share"}, false},
 		{"share on a cluster", []string{"-mode", "share", "-redis-cluster", "-redis-url", "redis://127.0.0.1:6390"}, true},
 		{"a cluster without share", []string{"-mode", "foreign", "-redis-cluster", "-redis-url", "redis://127.0.0.1:6390/0"}, false},
+		{"share, traced", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-trace", "/tmp/share.trace"}, true},
+		{"a trace without share", []string{"-mode", "foreign", "-redis-url", "redis://127.0.0.1:6390/0", "-trace", "/tmp/share.trace"}, false},
 		{"share, too many people", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-people", "65"}, false},
 		{"share, too short", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-for", "10ms"}, false},
 		{"share, no pairs", []string{"-mode", "share", "-redis-url", "redis://127.0.0.1:6390/0", "-share-pairs", "0"}, false},

@@ -176,8 +176,13 @@ func (m *Main) runShare(ctx context.Context) error {
 		if o.cpuProfile != "" && i == 0 {
 			stopCPU = startCPUProfile(m.Stderr, o.cpuProfile) // the hub's process: the first phase under load
 		}
+		stopTrace := func() {}
+		if o.execTrace != "" && i == 0 {
+			stopTrace = startTrace(m.Stderr, o.execTrace) // the same phase: the hub's goroutines' waits for a P
+		}
 		l, lat, err := m.measurePhase(ctx, rdb, &scl, o.shareFor, &res)
 		stopCPU()
+		stopTrace()
 		if lerr := load.finish(&res); err == nil && lerr != nil {
 			return fmt.Errorf("the big tenant's load: %w", lerr)
 		}
