@@ -35,8 +35,13 @@ func TestFrameOneByteTooLarge(t *testing.T) {
 			wantClosed(t, c, protocol.CloseTooLarge)
 		})
 	}
-	// Counted when the hub's read ends, which may be just after the client saw the close.
-	redistest.Eventually(t, "two 1009 closes counted", func() bool { return th.metric("lockhub_hub_closes_total", "code=1009") == 2 })
+	// Counted when the hub's read ends, which may be just after the client saw the close;
+	// the limit after the close (readEnded): wait for both.
+	redistest.Eventually(t, "two 1009 closes and their limits counted", func() bool {
+		return th.metric("lockhub_hub_closes_total", "code=1009") == 2 &&
+			th.metric("lockhub_hub_limit_hits_total", "limit="+limitPreAuthFrame) >= 1 &&
+			th.metric("lockhub_hub_limit_hits_total", "limit="+limitFrame) >= 1
+	})
 	// Each is a limit of its own (PROTOCOL.md §4: every limit hit is counted by limit).
 	for _, limit := range []string{limitPreAuthFrame, limitFrame} {
 		if got := th.metric("lockhub_hub_limit_hits_total", "limit="+limit); got != 1 {

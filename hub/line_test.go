@@ -11,6 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockhub/lockhub/locks/redistest"
 	"github.com/lockhub/lockhub/protocol"
 )
 
@@ -172,6 +173,12 @@ func testLineTwoInstances(t *testing.T, a, b *testHub) {
 	}
 	noHandoff(t, graceLook) // only the sockets that view with intent edit
 	noHandoff(t, edsger)
+	// A hub counts a hand-off after it queued the frame (feed.Handoff), and b took hers
+	// up after that: wait for the counts, not the frames.
+	redistest.Eventually(t, "the hand-offs counted", func() bool {
+		return a.metric("lockhub_hub_handoffs_delivered_total")+b.metric("lockhub_hub_handoffs_delivered_total") >= 2 &&
+			b.metric("lockhub_hub_handoffs_taken_total") >= 1
+	})
 	if got := a.metric("lockhub_hub_handoffs_delivered_total") + b.metric("lockhub_hub_handoffs_delivered_total"); got != 2 {
 		t.Errorf("handoffs delivered %v, want 2", got)
 	}
