@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
@@ -144,5 +145,34 @@ func testListJSON(t *testing.T, b backend) {
 	}
 	if got, err := s.Locks.ListJSON(ctx, "nobody", typ); err != nil || string(got) != "[]" {
 		t.Fatalf("ListJSON of an empty tenant = %s, %v", got, err)
+	}
+}
+
+// TestEncodeOrderMoved: encode walks the last read's values in step, and when a read's
+// order moved further than a few places it looks them up instead: a reversed type of
+// 200 locks decodes only the first walkMisses values it missed, and answers what a read
+// with nothing known answers, byte for byte.
+func TestEncodeOrderMoved(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	s, _ := newStore(t, c, Config{Timeout: 10 * time.Second})
+	ctx := ctxT(t)
+	const n = 200
+	vals := make([]any, n)
+	for i := range vals {
+		vals[i] = fmt.Sprintf(`{"entityType":"ApprovalRequest","entityUid":"r-%d","holderOid":"u-%d","holderName":"Person %d","acquiredAtUtc":"2026-12-07T06:00:00.000Z","expiresAtUtc":"2026-12-07T07:00:00.000Z"}`, i, i, i)
+	}
+	key := typeKey{"t", "ApprovalRequest"}
+	decoded := func() float64 { return testutil.ToFloat64(s.core.met.listValues.WithLabelValues(listDecoded)) }
+	s.core.encoded.encode(ctx, s.core, key, vals)
+	slices.Reverse(vals)
+	d0 := decoded()
+	got := s.core.encoded.encode(ctx, s.core, key, vals)
+	if d := decoded() - d0; d != walkMisses {
+		t.Errorf("a reversed read decoded %v values, want %d (then looked up)", d, walkMisses)
+	}
+	var fresh encodedValues
+	if want := fresh.encode(ctx, s.core, key, vals); string(got) != string(want) {
+		t.Fatalf("reversed read:\n%s\nwant\n%s", got, want)
 	}
 }
