@@ -130,10 +130,6 @@ type encodedSet struct {
 	read  time.Time
 }
 
-// encodeAhead is how far encode looks past the last read's next value for the value in
-// hand, before it looks it up (a released or renewed lock leaves a gap of one).
-const encodeAhead = 8
-
 // encodedKeep is how long the values of a type nobody lists any more are kept.
 const encodedKeep = time.Minute
 
@@ -260,8 +256,13 @@ type walk struct {
 	index  map[string]int // value -> its place, built after walkMisses misses
 }
 
-// walkMisses is how many values may be missed in step before walk looks them up.
-const walkMisses = 64
+// encodeAhead is how far walk looks past the last read's next value for the value in
+// hand (a released or renewed lock leaves a gap of one); walkMisses is how many values
+// may be missed in step before it looks them up.
+const (
+	encodeAhead = 8
+	walkMisses  = 64
+)
 
 // find returns v's encoding in the last read, if it has one that parses.
 func (w *walk) find(v string) ([]byte, bool) {

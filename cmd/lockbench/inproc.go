@@ -375,43 +375,36 @@ func writeProfile(log io.Writer, path string, write func(io.Writer) error) {
 	}
 }
 
-// startCPUProfile starts profiling the CPU into path; the returned func stops it.
+// startCPUProfile starts the CPU profile of this process into path and returns what
+// stops it; a profile that cannot start is logged and skipped.
 func startCPUProfile(log io.Writer, path string) func() {
-	f, err := os.Create(path)
-	if err == nil {
-		if err = pprof.StartCPUProfile(f); err != nil {
-			_ = f.Close()
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(log, "lockbench: profile %s: %v\n", path, err)
-		return func() {}
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			fmt.Fprintf(log, "lockbench: profile %s: %v\n", path, err)
-		}
-	}
+	return startCapture(log, "profile", path, pprof.StartCPUProfile, pprof.StopCPUProfile)
 }
 
 // startTrace starts the execution trace of this process into path (runtime/trace) and
 // returns what stops it; a trace that cannot start is logged and skipped.
 func startTrace(log io.Writer, path string) func() {
+	return startCapture(log, "trace", path, trace.Start, trace.Stop)
+}
+
+// startCapture starts writing what (a profile, a trace) into path with start, and
+// returns what stops it with stop and closes the file; one that cannot start is
+// logged and skipped.
+func startCapture(log io.Writer, what, path string, start func(io.Writer) error, stop func()) func() {
 	f, err := os.Create(path)
 	if err == nil {
-		if err = trace.Start(f); err != nil {
+		if err = start(f); err != nil {
 			_ = f.Close()
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(log, "lockbench: trace %s: %v\n", path, err)
+		fmt.Fprintf(log, "lockbench: %s %s: %v\n", what, path, err)
 		return func() {}
 	}
 	return func() {
-		trace.Stop()
+		stop()
 		if err := f.Close(); err != nil {
-			fmt.Fprintf(log, "lockbench: trace %s: %v\n", path, err)
+			fmt.Fprintf(log, "lockbench: %s %s: %v\n", what, path, err)
 		}
 	}
 }
