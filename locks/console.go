@@ -3,6 +3,8 @@ package locks
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
 
 	"github.com/lockhub/lockhub/protocol"
 )
@@ -24,26 +26,51 @@ func (s *Console) AdminLocksJSON(ctx context.Context, tenant string) ([]byte, er
 		return nil, &InvalidEntityError{Field: "tenant", Value: tenant}
 	}
 	b, ok := runOpWithin(ctx, s.core, opAdminLocks, pagedBudget*s.timeout, func(ctx context.Context) ([]byte, error) {
-		out := []byte{'['}
+		var arrs [][]byte // the types that have locks
 		for _, t := range s.reg.Types() {
 			values, err := s.readLive(ctx, tenant, t)
 			if err != nil {
 				return nil, err // failing open is no locks, not the types read so far
 			}
-			arr := s.encoded.encode(ctx, s.core, typeKey{tenant, t}, values)
-			if len(arr) > 2 { // not "[]"
-				if len(out) > 1 {
-					out = append(out, ',')
-				}
-				out = append(out, arr[1:len(arr)-1]...)
+			if arr := s.encoded.encode(ctx, s.core, typeKey{tenant, t}, values); len(arr) > 2 { // not "[]"
+				arrs = append(arrs, arr)
 			}
 		}
-		return append(out, ']'), nil
+		return joinArrays(arrs), nil
 	}, func([]byte) outcomeLabel { return labelListed })
 	if !ok {
 		return nil, ErrUnavailable
 	}
 	return b, nil
+}
+
+// joinArrays returns the JSON arrays arrs as one. One array is answered as it is (a
+// tenant whose locks are of one type, shared with that type's lists): copying a
+// tenant's quota of locks is 3.5 MB of fresh memory and milliseconds on one P.
+func joinArrays(arrs [][]byte) []byte {
+	switch len(arrs) {
+	case 0:
+		return []byte("[]")
+	case 1:
+		return arrs[0]
+	}
+	size := 0
+	for _, a := range arrs {
+		size += len(a)
+	}
+	var out strings.Builder // unzeroed, as encode's (see encodeYield)
+	out.Grow(size)
+	for i, a := range arrs {
+		sep := byte(',')
+		if i == 0 {
+			sep = '['
+		}
+		out.WriteByte(sep)
+		out.Write(a[1 : len(a)-1])
+		runtime.Gosched() // between types (see encodeYield)
+	}
+	out.WriteByte(']')
+	return readOnlyBytes(out.String())
 }
 
 // ForceRelease drops the lock on ref whoever holds it, for admin: every socket of the

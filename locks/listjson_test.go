@@ -176,3 +176,25 @@ func TestEncodeOrderMoved(t *testing.T) {
 		t.Fatalf("reversed read:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestJoinArrays: the console's arrays of several types make one array; one type's is
+// answered as it is, not copied (it is that type's shared array).
+func TestJoinArrays(t *testing.T) {
+	one := []byte(`[{"a":1},{"a":2}]`)
+	for _, tc := range []struct {
+		arrs [][]byte
+		want string
+	}{
+		{nil, `[]`},
+		{[][]byte{one}, `[{"a":1},{"a":2}]`},
+		{[][]byte{one, []byte(`[{"b":1}]`), []byte(`[{"c":1},{"c":2}]`)}, `[{"a":1},{"a":2},{"b":1},{"c":1},{"c":2}]`},
+	} {
+		got := joinArrays(tc.arrs)
+		if string(got) != tc.want || !json.Valid(got) {
+			t.Errorf("joinArrays(%q) = %s, want %s", tc.arrs, got, tc.want)
+		}
+		if len(tc.arrs) == 1 && &got[0] != &one[0] {
+			t.Error("joinArrays copied the one array it was given")
+		}
+	}
+}
