@@ -108,6 +108,8 @@ func newEncodeBench(b *testing.B) *encodeBench {
 	return e
 }
 
+// encodeBenchValue is lock i's stored value after its gen-th renewal (20 locks a
+// person); TestEncodeOrderMoved uses it too.
 func encodeBenchValue(i, gen int) string {
 	return fmt.Sprintf(`{"entityType":"ApprovalRequest","entityUid":"r-%d","holderOid":"u-%d","holderName":"Person u-%d","acquiredAtUtc":"2026-12-07T06:00:00.000Z","expiresAtUtc":"2026-12-07T%02d:%02d:%02d.000Z"}`, i, i/20, i/20, gen/3600%24, gen/60%60, gen%60)
 }

@@ -160,7 +160,7 @@ func TestEncodeOrderMoved(t *testing.T) {
 	const n = 200
 	vals := make([]any, n)
 	for i := range vals {
-		vals[i] = fmt.Sprintf(`{"entityType":"ApprovalRequest","entityUid":"r-%d","holderOid":"u-%d","holderName":"Person %d","acquiredAtUtc":"2026-12-07T06:00:00.000Z","expiresAtUtc":"2026-12-07T07:00:00.000Z"}`, i, i, i)
+		vals[i] = encodeBenchValue(i, 0)
 	}
 	key := typeKey{"t", "ApprovalRequest"}
 	decoded := func() float64 { return testutil.ToFloat64(s.core.met.listValues.WithLabelValues(listDecoded)) }
