@@ -304,11 +304,14 @@ func (w *walk) find(v string) ([]byte, bool) {
 // strings.Builder), so that its faults too come between yields. In the hub's execution
 // trace under lockbench -mode share (2 vCPUs), this and the console's answering one
 // type's array uncopied (joinArrays) took the longest run of lockhub code from 11-42 ms
-// to 4-7 ms, and the longest wait of a runnable goroutine from 11-27 ms to 7 ms. On one
-// P (BenchmarkListEncodeHold, 3 runs), another goroutine's longest wait in a read with
-// one change was 1.7-1.9 ms on average and 17 ms at most without yields, 0.8-1.0 and
-// 6.6-11 ms with them into zeroed memory, 0.5-1.0 and 4.2-5.5 ms as here.
-const encodeYield = 2048
+// to 4-7 ms, and the longest wait of a runnable goroutine from 11-27 ms to 7 ms, with
+// a yield every 2048 values. Every 256 (a yield costs well under a microsecond, 80 a
+// read) the stretches of encode left the trace's longest runs (the garbage collector's
+// mark worker is now the longest, 4.9 ms); on one P (BenchmarkListEncodeHold, 3 runs
+// each, alternating), another goroutine's longest wait in a read with one change went
+// from 0.77-1.48 ms on average and 4.8-6.3 ms at most (2048) to 0.41-0.96 and 1.7-4.6
+// ms, for the same read time (2.2-2.8 ms against 1.8-2.9 ms).
+const encodeYield = 256
 
 // readOnlyBytes is s's bytes, not copied: for a value built once and only read after
 // (an encoded answer, shared by every reader, which must never write to it).
