@@ -273,7 +273,14 @@ func (s *core) unavailable(ctx context.Context, op opName, err error) error {
 func (s *core) failOpen(ctx context.Context, op opName, err error) {
 	reason := classify(err)
 	s.met.failOpen.WithLabelValues(string(op), string(reason)).Inc()
-	s.log.LogAttrs(ctx, slog.LevelWarn, "lock store unavailable; failing open",
+	level := slog.LevelWarn
+	if reason == ReasonCanceled {
+		// The caller gave up (a socket that closed mid-claim, the hub shutting down):
+		// Redis is not at fault, and a warning per closed socket would be a flood any
+		// client could cause. Counted all the same.
+		level = slog.LevelDebug
+	}
+	s.log.LogAttrs(ctx, level, "lock store unavailable; failing open",
 		slog.String("op", string(op)), slog.String("reason", string(reason)), slog.String("error", err.Error()))
 	if s.cluster != nil && staleTopology(reason) {
 		// Reload the slot map now instead of at the next periodic reload, so claims

@@ -423,3 +423,31 @@ func TestFeedResync(t *testing.T) {
 		return len(rec.of("acme", "after")) > 0
 	})
 }
+
+// TestFailOpenCanceledQuiet: an operation whose caller gave up (its ctx canceled: a
+// socket closed mid-claim, the hub shutting down) fails open and is counted as
+// canceled, but is not warned of: Redis is fine, and any client could flood the log.
+// A timeout on the same store still warns.
+func TestFailOpenCanceledQuiet(t *testing.T) {
+	srv := redistest.StartServer(t)
+	s, logs := newStore(t, srv.Client(t), Config{Registerer: prometheus.NewRegistry()})
+	ref := Ref{"acme", "ApprovalRequest", "r-1001"}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	cancel()
+	if r, _ := s.Locks.Claim(ctx, ref, ada, ""); r.Outcome != protocol.OutcomeUnknown {
+		t.Fatalf("claim with its ctx canceled: %s, want unknown", r.Outcome)
+	}
+	if got := testutil.ToFloat64(s.core.met.failOpen.WithLabelValues("claim", string(ReasonCanceled))); got != 1 {
+		t.Errorf("canceled claim counted %v times, want 1", got)
+	}
+	if strings.Contains(logs.String(), "failing open") {
+		t.Errorf("a canceled claim was logged at INFO or above:\n%s", logs.String())
+	}
+
+	ctx, cancel = context.WithDeadline(ctxT(t), time.Now().Add(-time.Second))
+	defer cancel()
+	s.Locks.Claim(ctx, ref, ada, "")
+	if !strings.Contains(logs.String(), "level=WARN msg=\"lock store unavailable; failing open\" op=claim reason=timeout") {
+		t.Errorf("a timed-out claim was not warned of:\n%s", logs.String())
+	}
+}
