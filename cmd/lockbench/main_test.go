@@ -320,7 +320,8 @@ func TestShareRunCluster(t *testing.T) {
 		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
 	}
 	report := out.String()
-	for _, want := range []string{"a tenant of 300 locks and 2 of its people", "slowest command lockhub sent to Redis", "small tenant's claims under load: p50"} {
+	for _, want := range []string{"a tenant of 300 locks and 2 of its people", "slowest command lockhub sent to Redis",
+		"less the fast commands inside it", "the floor, the slowest command Redis flags fast", "small tenant's claims under load: p50"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q:\n%s", want, report)
 		}
