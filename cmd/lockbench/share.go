@@ -445,6 +445,14 @@ func nodeCPU(ctx context.Context, rdb *redis.Client) (float64, error) {
 	return sum, nil
 }
 
+// slowMs is a SLOWLOG duration in ms; 0 is none logged, under slowlogFloor.
+func slowMs(us int64) string {
+	if us == 0 {
+		return fmt.Sprintf("under %d ms", slowlogFloor/1000)
+	}
+	return fmt.Sprintf("%.2f ms", float64(us)/1000)
+}
+
 func (m *Main) reportShare(ih *inprocHub, r shareResult) {
 	w := m.Stdout
 	fmt.Fprintf(w, "lockbench -mode share on %s: a tenant of %d locks and %d of its people sending what the limits allow (%s), beside a small tenant of %d people\n",
@@ -456,8 +464,8 @@ func (m *Main) reportShare(ih *inprocHub, r shareResult) {
 		r.Locks, r.CatchUpSeconds, float64(r.Locks)/max(r.CatchUpSeconds, 0.001))
 	fmt.Fprintf(w, "  slowest command lockhub sent to Redis in any phase: %.2f ms (%s)  goal <= 5 ms\n", float64(r.SlowestUs)/1000, r.SlowestKind)
 	fmt.Fprintf(w, "    less the fast commands inside it (their time is Redis not running: see the floor): %.2f ms (%s)\n", float64(r.WorkUs)/1000, r.WorkKind)
-	fmt.Fprintf(w, "    the floor, the slowest command Redis flags fast (O(1), O(log N)), alone or in a script: %.2f ms (%s); %.2f ms alone, %.2f ms under load\n",
-		float64(r.FastUs)/1000, r.FastKind, float64(r.Alone.FastUs)/1000, float64(r.Loaded.FastUs)/1000)
+	fmt.Fprintf(w, "    the floor, the slowest command Redis flags fast (microseconds of work), alone or in a script: %s (%s); %s alone, %s under load\n",
+		slowMs(r.FastUs), r.FastKind, slowMs(r.Alone.FastUs), slowMs(r.Loaded.FastUs))
 	for i, k := range r.Slow {
 		if i == 8 {
 			break
