@@ -154,7 +154,7 @@ func (m *Main) ParseFlags(args []string) error {
 		o.hubFlags = strings.Fields(v)
 		return nil
 	})
-	fs.Func("share-kinds", "with -mode share: the big tenant's requests, comma-separated, of "+strings.Join(loadKinds, ",")+" (default all)", func(v string) error {
+	fs.Func("share-kinds", "with -mode share: the big tenant's requests, comma-separated, of "+strings.Join(loadKinds, ",")+" (default all); "+idleKind+" alone: its people's sockets open and silent, the control whose ratios are the harness's own spread", func(v string) error {
 		kinds, err := parseLoadKinds(v)
 		o.shareKinds = kinds
 		return err

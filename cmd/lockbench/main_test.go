@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -461,4 +463,50 @@ func minuteCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestShareRunIdle: -share-kinds idle, the control: the big tenant's people open their
+// sockets in the phase under load and send nothing, and every phase is still measured.
+func TestShareRunIdle(t *testing.T) {
+	srv := redistest.StartServer(t)
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut, clientsInProcess: true}
+	args := []string{"-mode", "share", "-redis-url", srv.URL(), "-share-locks", "300", "-share-people", "2", "-share-for", "1s", "-share-pairs", "1", "-share-kinds", "idle", "-timeout", "1m"}
+	if err := m.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	_, js, _ := strings.Cut(out.String(), "json: ")
+	var res shareResult
+	if err := json.Unmarshal([]byte(js), &res); err != nil {
+		t.Fatalf("the report's json: %v\n%s", err, out.String())
+	}
+	if len(res.Requests) != 0 || len(res.Refused) != 0 {
+		t.Errorf("requests %v, refused %v: an idle load sent something", res.Requests, res.Refused)
+	}
+	if res.Loaded.Claims.N == 0 || res.P99Ratio <= 0 {
+		t.Errorf("the phase under the idle load: %d claims, ratio %v; want it measured", res.Loaded.Claims.N, res.P99Ratio)
+	}
+	if !slices.Equal(res.Kinds, []string{"idle"}) {
+		t.Errorf("kinds %v, want [idle] in the report", res.Kinds)
+	}
+}
+
+// TestParseLoadKinds: -share-kinds takes known kinds once each, and idle only alone.
+func TestParseLoadKinds(t *testing.T) {
+	for v, want := range map[string]string{
+		"mine,claim": "",
+		"idle":       "",
+		"idle,mine":  `"idle" sends nothing, so it goes alone`,
+		"mine,idle":  `"idle" sends nothing, so it goes alone`,
+		"mine,mine":  `"mine" twice`,
+		"ping":       `"ping" is not one of watch,mine,adminLocks,list,claim (or idle alone)`,
+	} {
+		_, err := parseLoadKinds(v)
+		if got := fmt.Sprint(err); (want == "" && err != nil) || (want != "" && got != want) {
+			t.Errorf("parseLoadKinds(%q): %v, want %q", v, err, want)
+		}
+	}
 }

@@ -302,14 +302,24 @@ type shareLoad struct {
 // loadKinds are the requests a big tenant's person sends, in turn.
 var loadKinds = []string{"watch", "mine", "adminLocks", "list", "claim"}
 
-// parseLoadKinds reads -share-kinds: some of loadKinds, comma-separated, each once.
+// idleKind, alone in -share-kinds, is the run's control: the big tenant's people open
+// and authenticate their sockets in every phase under load, as always, and send
+// nothing. The two phases of a pair then differ only in which one came first, so the
+// ratios of such a run are the harness's own spread on this machine: a ratio of the
+// real load is read against them.
+const idleKind = "idle"
+
+// parseLoadKinds reads -share-kinds: some of loadKinds, comma-separated, each once, or
+// idleKind alone.
 func parseLoadKinds(v string) ([]string, error) {
 	var kinds []string
 	for k := range strings.SplitSeq(v, ",") {
 		k = strings.TrimSpace(k)
 		switch {
-		case !slices.Contains(loadKinds, k):
-			return nil, fmt.Errorf("%q is not one of %s", k, strings.Join(loadKinds, ","))
+		case k == idleKind && v != idleKind:
+			return nil, fmt.Errorf("%q sends nothing, so it goes alone", idleKind)
+		case k != idleKind && !slices.Contains(loadKinds, k):
+			return nil, fmt.Errorf("%q is not one of %s (or %s alone)", k, strings.Join(loadKinds, ","), idleKind)
 		case slices.Contains(kinds, k):
 			return nil, fmt.Errorf("%q twice", k)
 		}
@@ -355,6 +365,12 @@ func startLoad(ctx context.Context, cl *client, people int, kinds []string) (*sh
 // with), as the browser client reconnects.
 func (l *shareLoad) person(ctx context.Context, cl *client, c *rawConn, tok string, i int, kinds []string) {
 	defer func() { c.Close() }()
+	if kinds[0] == idleKind {
+		closeAndWait := c.drain() // open, authenticated, silent; the hub's pings answered
+		<-ctx.Done()
+		closeAndWait()
+		return
+	}
 	typ, _ := json.Marshal(cl.typ) // a string always encodes
 	onType := `,"entityType":` + string(typ)
 	for n := 0; ctx.Err() == nil; n++ {
