@@ -24,17 +24,22 @@ import (
 // lockhub_store_limit_hits_total.
 const SettingListLocksPerTenant = "max-list-locks-per-tenant"
 
-// The lists' share, for the zero fields of Config: 20,000 locks a second is about one
-// read of a tenant's whole quota (its 313 pages charge 5,008 more), about 0.06 s of
-// Redis's CPU a second; the burst is four such reads.
+// The lists' share, for the zero fields of Config: 10,000 locks a second is about one
+// read of a tenant's whole quota every 2.5 s (its 313 pages charge 5,008 more), about
+// 0.03 s of Redis's CPU a second; the burst is four such reads.
 // Measured with lockbench -mode share (4 people of a tenant at its quota listing in a
 // loop, 5 pairs of 10 s): at 50,000 a second another tenant's claim p99 was 2.57× its
 // p99 without them (Redis 0.23 s/s), at 30,000 1.79× (0.18), at 20,000 1.25× (0.16),
-// and with bursts of 100,000 rather than 200,000 0.84× and 1.33× in two runs.
+// and with bursts of 100,000 rather than 200,000 0.84× and 1.33× in two runs. On a
+// noisier machine (2026-12-07, 4 runs of each, alternating) 20,000 gave 1.52, 1.37,
+// 1.76 and 1.30× (Redis 0.18-0.22 s/s under the load) and 10,000 gave 1.33, 0.97, 0.98
+// and 1.36× (0.14-0.16 s/s). A tenant of a few hundred locks never meets the budget;
+// one at its quota lists its whole type four times at once, then once every 2.5 s on
+// each instance, where 20,000 allowed once every 1.25 s.
 // The rest of the lists' cost is the hub's and the machine's, not Redis's alone: a read
 // costs Redis about 2.8 µs a lock and the hub as much again, in short pieces.
 const (
-	DefaultListLocksPerTenant = 20000
+	DefaultListLocksPerTenant = 10000
 	DefaultListLocksBurst     = 100000
 )
 
