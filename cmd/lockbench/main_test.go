@@ -278,21 +278,7 @@ func TestShareRun(t *testing.T) {
 
 // TestShareRunKinds: -share-kinds limits what the big tenant's people send.
 func TestShareRunKinds(t *testing.T) {
-	srv := redistest.StartServer(t)
-	var out, errOut bytes.Buffer
-	m := &Main{Stdout: &out, Stderr: &errOut, clientsInProcess: true}
-	args := []string{"-mode", "share", "-redis-url", srv.URL(), "-share-locks", "300", "-share-people", "2", "-share-for", "1s", "-share-pairs", "1", "-share-kinds", "mine,claim", "-timeout", "1m"}
-	if err := m.ParseFlags(args); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
-	}
-	_, js, _ := strings.Cut(out.String(), "json: ")
-	var res shareResult
-	if err := json.Unmarshal([]byte(js), &res); err != nil {
-		t.Fatalf("the report's json: %v\n%s", err, out.String())
-	}
+	res := runShareKinds(t, "mine,claim")
 	if res.Requests["mine"] == 0 || res.Requests["claim"] == 0 {
 		t.Errorf("requests %v, want mine and claim", res.Requests)
 	}
@@ -468,21 +454,7 @@ func minuteCtx(t *testing.T) context.Context {
 // TestShareRunIdle: -share-kinds idle, the control: the big tenant's people open their
 // sockets in the phase under load and send nothing, and every phase is still measured.
 func TestShareRunIdle(t *testing.T) {
-	srv := redistest.StartServer(t)
-	var out, errOut bytes.Buffer
-	m := &Main{Stdout: &out, Stderr: &errOut, clientsInProcess: true}
-	args := []string{"-mode", "share", "-redis-url", srv.URL(), "-share-locks", "300", "-share-people", "2", "-share-for", "1s", "-share-pairs", "1", "-share-kinds", "idle", "-timeout", "1m"}
-	if err := m.ParseFlags(args); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
-	}
-	_, js, _ := strings.Cut(out.String(), "json: ")
-	var res shareResult
-	if err := json.Unmarshal([]byte(js), &res); err != nil {
-		t.Fatalf("the report's json: %v\n%s", err, out.String())
-	}
+	res := runShareKinds(t, "idle")
 	if len(res.Requests) != 0 || len(res.Refused) != 0 {
 		t.Errorf("requests %v, refused %v: an idle load sent something", res.Requests, res.Refused)
 	}
@@ -494,11 +466,34 @@ func TestShareRunIdle(t *testing.T) {
 	}
 }
 
+// runShareKinds runs a short -mode share on a redis-server of its own with -share-kinds
+// kinds, and returns the report's JSON.
+func runShareKinds(t *testing.T, kinds string) shareResult {
+	t.Helper()
+	srv := redistest.StartServer(t)
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut, clientsInProcess: true}
+	args := []string{"-mode", "share", "-redis-url", srv.URL(), "-share-locks", "300", "-share-people", "2", "-share-for", "1s", "-share-pairs", "1", "-share-kinds", kinds, "-timeout", "1m"}
+	if err := m.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatalf("Run: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	_, js, _ := strings.Cut(out.String(), "json: ")
+	var res shareResult
+	if err := json.Unmarshal([]byte(js), &res); err != nil {
+		t.Fatalf("the report's json: %v\n%s", err, out.String())
+	}
+	return res
+}
+
 // TestParseLoadKinds: -share-kinds takes known kinds once each, and idle only alone.
 func TestParseLoadKinds(t *testing.T) {
 	for v, want := range map[string]string{
 		"mine,claim": "",
 		"idle":       "",
+		" idle ":     "",
 		"idle,mine":  `"idle" sends nothing, so it goes alone`,
 		"mine,idle":  `"idle" sends nothing, so it goes alone`,
 		"mine,mine":  `"mine" twice`,

@@ -316,14 +316,15 @@ func parseLoadKinds(v string) ([]string, error) {
 	for k := range strings.SplitSeq(v, ",") {
 		k = strings.TrimSpace(k)
 		switch {
-		case k == idleKind && v != idleKind:
-			return nil, fmt.Errorf("%q sends nothing, so it goes alone", idleKind)
 		case k != idleKind && !slices.Contains(loadKinds, k):
 			return nil, fmt.Errorf("%q is not one of %s (or %s alone)", k, strings.Join(loadKinds, ","), idleKind)
 		case slices.Contains(kinds, k):
 			return nil, fmt.Errorf("%q twice", k)
 		}
 		kinds = append(kinds, k)
+	}
+	if len(kinds) > 1 && slices.Contains(kinds, idleKind) {
+		return nil, fmt.Errorf("%q sends nothing, so it goes alone", idleKind)
 	}
 	return kinds, nil
 }
